@@ -1,0 +1,85 @@
+"""Calculators: request Struct in, Report out. No printing, no parsing of unit strings.
+
+Each calculator module defines a module-level ``Calculator`` naming its request Struct
+and the function that builds its Report. The registry below maps a command name to
+``module:attribute`` so that nothing heavy is imported until that calculator is used;
+the CLI and the web app both read it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from napkin.errors import NapkinError, UnknownName
+
+
+@dataclass(frozen=True)
+class Calculator:
+    name: str
+    request: type
+    run: Callable[[Any], Any]
+    title: str
+    help: str
+    # what a result establishes and what still needs measuring (shown on the web page)
+    establishes: str = ""
+    needs_measuring: str = ""
+
+    def __call__(self, raw: dict | None = None, /, **kwargs: Any) -> Any:
+        """Run from raw values (unit strings or numbers): ``calc({"params": "7B"})``."""
+        from napkin.request import parse_request
+
+        req = parse_request(self.request, {**(raw or {}), **kwargs})
+        return self.run(req)
+
+
+# name -> "module:attribute" of a Calculator
+CALCULATORS: dict[str, str] = {
+    "model": "napkin.calculators.basics:MODEL",
+    "memory": "napkin.calculators.basics:MEMORY",
+    "roofline": "napkin.calculators.basics:ROOFLINE",
+    "mfu": "napkin.calculators.basics:MFU",
+    "allreduce": "napkin.calculators.basics:ALLREDUCE",
+    "train": "napkin.calculators.train:TRAIN",
+    "compare": "napkin.calculators.compare:COMPARE",
+    "check": "napkin.calculators.check:CHECK",
+    "amortise": "napkin.calculators.amortise:AMORTISE",
+    "gpu-hour": "napkin.calculators.gpu_hour:GPU_HOUR",
+    "goodput": "napkin.calculators.goodput:GOODPUT",
+    "optimal": "napkin.calculators.optimal:OPTIMAL",
+    "serve": "napkin.calculators.serve:SERVE",
+    "bill": "napkin.calculators.bill:BILL",
+    "plan-serve": "napkin.plan.serve:PLAN_SERVE",
+    "ledger": "napkin.ledger.calculator:LEDGER",
+    "journey": "napkin.calculators.journey:JOURNEY",
+    "card": "napkin.calculators.card:CARD",
+    "tokens": "napkin.calculators.tokens:TOKENS",
+}
+
+
+def get(name: str) -> Calculator:
+    """The Calculator registered under ``name``; imports its module on first use."""
+    target = CALCULATORS.get(name)
+    if target is None:
+        raise UnknownName("calculator", name, list(CALCULATORS))
+    module, attr = target.split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("napkin"):
+            raise NapkinError(f"calculator {name!r} is not built yet") from None
+        raise
+    return getattr(mod, attr)
+
+
+def available() -> list[str]:
+    """Names whose module imports: the calculators that exist in this build."""
+    out = []
+    for name in CALCULATORS:
+        try:
+            get(name)
+        except NapkinError:
+            continue
+        out.append(name)
+    return out

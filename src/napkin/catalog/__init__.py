@@ -1,0 +1,115 @@
+"""Reviewed catalogs: accelerators, models and prices, each entry with its source.
+
+Loaded with tomllib and validated into msgspec Structs on first use. Names resolve
+case-insensitively through each entry's key and aliases; an unknown name raises
+UnknownName with the closest matches, never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from napkin.errors import InputError, NapkinError, UnknownName
+from napkin.hardware import Accelerator
+from napkin.model import ModelSpec
+
+HERE = Path(__file__).parent
+
+
+def _norm(name: str) -> str:
+    return str(name).strip().lower().replace("_", "-").replace(" ", "-")
+
+
+@functools.cache
+def table(name: str) -> dict[str, Any]:
+    """The raw TOML table of a catalog file (``gpus``, ``models``, ``prices``)."""
+    with open(HERE / f"{name}.toml", "rb") as fh:
+        return tomllib.load(fh)
+
+
+def _load(name: str, cls: type) -> dict[str, Any]:
+    out = {}
+    for key, entry in table(name).items():
+        try:
+            out[key] = msgspec.convert({**entry, "key": key}, cls)
+        except (msgspec.ValidationError, InputError) as exc:  # a catalog bug, said plainly
+            raise NapkinError(f"catalog {name}.toml entry [{key}]: {exc}") from None
+    return out
+
+
+@functools.cache
+def gpus() -> dict[str, Accelerator]:
+    return _load("gpus", Accelerator)
+
+
+@functools.cache
+def models() -> dict[str, ModelSpec]:
+    return _load("models", ModelSpec)
+
+
+def _index(entries: dict[str, Any]) -> dict[str, str]:
+    idx = {}
+    for key, e in entries.items():
+        idx[_norm(key)] = key
+        for a in getattr(e, "aliases", []):
+            idx[_norm(a)] = key
+    return idx
+
+
+@functools.cache
+def _gpu_index() -> dict[str, str]:
+    return _index(gpus())
+
+
+@functools.cache
+def _model_index() -> dict[str, str]:
+    return _index(models())
+
+
+def gpu(name: str, field: str = "gpu") -> Accelerator:
+    """An accelerator by key or alias (``h100``, ``H100-SXM``)."""
+    key = _gpu_index().get(_norm(name))
+    if key is None:
+        raise UnknownName("gpu", name, list(gpus()), field=field)
+    return gpus()[key]
+
+
+def model(name: str, field: str = "model") -> ModelSpec:
+    """A model by catalog key or alias, or from a Hugging Face config.json (file or folder)."""
+    text = str(name)
+    if os.sep in text or text.endswith(".json") or Path(text).is_dir():
+        from napkin.catalog.hf import load_config
+
+        return load_config(text, field=field)
+    key = _model_index().get(_norm(text))
+    if key is None:
+        raise UnknownName("model", text, list(models()), field=field)
+    return models()[key]
+
+
+def catalog_rows(which: str) -> list[dict[str, Any]]:
+    """Every entry of a catalog as plain data (base units), with its key and source."""
+    if which == "gpus":
+        return [msgspec.to_builtins(g) for g in gpus().values()]
+    if which == "models":
+        out = []
+        for m in models().values():
+            d = msgspec.to_builtins(m)
+            d["params"] = m.params
+            d["active_params"] = m.active_params
+            d["kv_bytes_per_token_bf16"] = m.kv_bytes_per_token(2.0)
+            out.append(d)
+        return out
+    if which == "prices":
+        out = []
+        for section, entries in table("prices").items():
+            for key, entry in entries.items():
+                out.append({"kind": section, "key": key, **entry})
+        return out
+    raise InputError("table", which, "must be gpus, models or prices")

@@ -1,0 +1,87 @@
+"""The ``napkin`` command: a lazy click group. Commands load only when called.
+
+No formulas here: each command parses its options into a request Struct, calls a
+calculator and prints the Report (a table, ``--json`` or ``--explain``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from napkin import __version__
+
+# name -> ("module:attribute" of a click command, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("napkin.cli.demo:demo", "The headline answer: what one training token of the 7B / 2T run costs."),
+    "model": ("napkin.cli.basics:model", "A model's architecture, parameters and KV bytes per token."),
+    "catalog": ("napkin.cli.basics:catalog", "The reviewed tables of GPUs, models and prices, with sources."),
+    "memory": ("napkin.cli.basics:memory", "Weights, KV cache and training state against a GPU's memory."),
+    "roofline": ("napkin.cli.basics:roofline", "Ridge point and attainable FLOP/s at an arithmetic intensity."),
+    "mfu": ("napkin.cli.basics:mfu", "Model FLOPs utilisation from a step time (and HFU with recompute)."),
+    "allreduce": ("napkin.cli.basics:allreduce", "Ring all-reduce bytes per rank and time over a link."),
+    "train": ("napkin.cli.train:train", "Cost, time and cluster size of a planned training run."),
+    "compare": ("napkin.cli.train:compare", "Rank accelerators for one training job by cost per token."),
+    "check": ("napkin.cli.economics:check", "Check a published training cost or GPU-hour claim."),
+    "amortise": ("napkin.cli.economics:amortise", "Spread training cost over the tokens a model will serve."),
+    "gpu-hour": ("napkin.cli.economics:gpu_hour", "The loaded price of one GPU-hour from capex, power and use."),
+    "goodput": ("napkin.cli.economics:goodput", "Goodput and checkpoint interval from failure rates."),
+    "optimal": ("napkin.cli.economics:optimal", "Compute-optimal model size and tokens for a budget."),
+    "serve": ("napkin.cli.serve:serve", "Memory fit, prefill, decode and $/M tokens for serving."),
+    "bill": ("napkin.cli.serve:bill", "An API bill from a dated price catalog."),
+    "plan": ("napkin.cli.serve:plan", "Planners: search configurations under SLOs (plan serve)."),
+    "ledger": ("napkin.cli.ledger:ledger", "Realised cost of a run from its own logs; drift alerts."),
+    "journey": ("napkin.cli.journey:journey", "One prompt through a model, rung by rung, with a FLOPs meter."),
+    "card": ("napkin.cli.journey:card", "The numbers every engineer should know, computed."),
+    "tokens": ("napkin.cli.journey:tokens", "Count tokens in text or files, offline."),
+    "measure": ("napkin.cli.measure:measure", "Measure the local accelerator; save a calibration."),
+    "web": ("napkin.cli.web:web", "Serve the local web calculator."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name][0].split(":")
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("napkin"):
+                return _not_built(name)
+            raise
+        return getattr(mod, attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _not_built(name: str) -> click.Command:
+    @click.command(name=name, help=COMMANDS[name][1], context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def cmd(args: tuple) -> None:
+        click.echo(f"error: `napkin {name}` is not part of this build yet", err=True)
+        sys.exit(1)
+
+    return cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", "-V", prog_name="napkin")
+def cli() -> None:
+    """napkin: the cost and capacity of training and serving LLMs, with the working.
+
+    Options take units: --tokens 15T --memory 80GiB --price 2.50/h --deadline 3w.
+    Every command prints a table; --json for machines; --explain for the derivation.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="napkin")

@@ -1,0 +1,197 @@
+"""Shared CLI machinery: options generated from a request Struct, output, errors.
+
+``calculator_command("memory")`` builds a click command whose options are the
+calculator's request fields (``--tokens-per-step`` for ``tokens_per_step``), plus
+``--json``, ``--explain``, ``--config FILE.toml`` and ``--save FILE.toml``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import tomllib
+from typing import Any, Callable
+
+import click
+
+from napkin.errors import InputError, NapkinError
+
+
+def fail(message: str) -> None:
+    """Print one line to stderr and exit 1: bad input, never a traceback."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def guarded(fn: Callable) -> Callable:
+    """Turn NapkinError (and the OS errors of reading a file) into one line and exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NapkinError as exc:
+            fail(str(exc))
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            fail(f"{exc.filename}: {exc.strerror}")
+        except BrokenPipeError:  # `napkin ... | head`
+            sys.exit(0)
+
+    return wrapper
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """Flat TOML of field = value (a plan file written by --save)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise InputError("config", path, "does not exist", "give the path of a .toml file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError("config", path, f"is not valid TOML ({exc})") from None
+    if "request" in data and isinstance(data["request"], dict):
+        data = data["request"]
+    return data
+
+
+def write_config(path: str, values: dict[str, Any], *, command: str) -> None:
+    """Write a request as flat TOML, readable by --config."""
+    lines = [f"# napkin {command} plan: every input, in base units", "[request]"]
+    for k, v in values.items():
+        lines.append(f"{k} = {_toml_value(v)}")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if isinstance(v, float) else str(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return json.dumps(str(v))
+
+
+def emit(report: Any, *, as_json: bool, explain: bool) -> None:
+    """Print a Report: JSON, the explained working, or a table."""
+    if as_json:
+        click.echo(report.to_json())
+    elif explain:
+        click.echo(report.text())
+        click.echo("")
+        click.echo(report.explain())
+    elif sys.stdout.isatty():
+        from napkin.cli.render import print_rich
+
+        print_rich(report)
+    else:
+        click.echo(report.text())
+
+
+def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.Parameter]:
+    """click parameters for each field of a request Struct (all raw strings)."""
+    from napkin import units
+    from napkin.request import fields
+
+    params: list[click.Parameter] = []
+    for info in fields(request_cls):
+        if info.name in skip or info.meta.get("hidden"):
+            continue
+        unit_hint = ""
+        if info.kind in units.EXPECTED:
+            unit_hint = f" [{units.EXPECTED[info.kind]}]"
+        elif info.kind == "choice":
+            unit_hint = f" [{' | '.join(info.meta.get('choices', []))}]"
+        default = "" if info.default in (None, msgspec_nodefault(), [], {}) else f" (default {info.default})"
+        help_ = (info.doc + unit_hint + default).strip()
+        if info.meta.get("positional"):
+            params.append(click.Argument([info.name], required=False,
+                                         nargs=-1 if info.container == "list" else 1))
+        elif info.kind == "bool":
+            params.append(click.Option([info.option + "/--no-" + info.option[2:], info.name],
+                                       default=None, help=help_))
+        else:
+            params.append(click.Option([info.option, info.name], default=None, help=help_,
+                                       multiple=bool(info.container), metavar=_metavar(info)))
+    return params
+
+
+def msgspec_nodefault() -> Any:
+    import msgspec
+
+    return msgspec.NODEFAULT
+
+
+def _metavar(info: Any) -> str:
+    return {"count": "N", "bytes": "SIZE", "seconds": "TIME", "fraction": "F", "usd": "USD",
+            "usd_per_hour": "$/H", "flops": "FLOP", "flops_per_s": "FLOP/S", "bytes_per_s": "B/S",
+            "name": "NAME", "path": "PATH", "precision": "P", "int": "N", "text": "TEXT",
+            "choice": "CHOICE"}.get(info.kind, "X") + ("=X" if info.container == "dict" else "")
+
+
+def collect(request_cls: type, params: dict[str, Any], config: str | None) -> dict[str, Any]:
+    """Raw values: the config file first, then every option given on the line."""
+    from napkin.request import fields
+
+    names = {f.name for f in fields(request_cls)}
+    raw: dict[str, Any] = dict(read_config(config)) if config else {}
+    for k, v in params.items():
+        if k not in names or v is None or v == () or v == []:
+            continue
+        raw[k] = list(v) if isinstance(v, tuple) else v
+    return raw
+
+
+def calculator_command(calc_name: str, *, name: str | None = None, help: str | None = None,
+                       extra: list[click.Parameter] | None = None,
+                       after: Callable[[Any, Any, dict], Any] | None = None,
+                       skip: tuple[str, ...] = ()) -> click.Command:
+    """A click command for a registered calculator.
+
+    ``after(report, request, params)`` may print extra output (a chart, a sweep) and
+    return a replacement report, or None to keep the original.
+    """
+    from napkin import calculators
+
+    calc = calculators.get(calc_name)
+
+    @guarded
+    def callback(**params: Any) -> None:
+        from napkin.request import parse_request, to_raw
+
+        as_json = params.pop("as_json", False)
+        explain = params.pop("explain", False)
+        config = params.pop("config", None)
+        save = params.pop("save", None)
+        raw = collect(calc.request, params, config)
+        req = parse_request(calc.request, raw)
+        if save:
+            write_config(save, to_raw(req), command=name or calc_name)
+        report = calc.run(req)
+        if after is not None:
+            replaced = after(report, req, dict(params, as_json=as_json, explain=explain))
+            if replaced is False:
+                return
+            if replaced is not None:
+                report = replaced
+        emit(report, as_json=as_json, explain=explain)
+
+    common = [
+        click.Option(["--json", "as_json"], is_flag=True, help="Print JSON: base units, derivation, warnings."),
+        click.Option(["--explain"], is_flag=True, help="Print the derivation behind every figure."),
+        click.Option(["--config"], metavar="FILE.toml", help="Read inputs from a plan file; options override it."),
+        click.Option(["--save"], metavar="FILE.toml", help="Write every input to a plan file."),
+    ]
+    return click.Command(
+        name or calc_name,
+        callback=callback,
+        params=options_for(calc.request, skip=skip) + (extra or []) + common,
+        help=help or calc.help,
+        context_settings={"max_content_width": 100},
+    )

@@ -1,0 +1,261 @@
+"""The working behind every number: Step, Assumption, Warning and Report.
+
+A calculator builds a Report as it computes, so the derivation is the code path itself::
+
+    flops = report.step("train_flops", "6 · N · D", value=6 * n * d, unit="flops", N=n, D=d)
+    report.assume("mfu", 0.40, "not measured: run `napkin measure` or a short trial", unit="fraction")
+    report.warn("sparse-peak", "the peak given equals the H100's sparse figure")
+
+Results are kept in base units under keys that carry the unit as a suffix
+(``train_flops``, ``wall_s``, ``marginal_usd``); ``unit`` is a kind from
+``napkin.units`` used only to format them for people.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from napkin import units
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of working: ``name = formula`` with its values substituted."""
+
+    name: str
+    formula: str
+    value: Any
+    unit: str | None
+    values: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        vals = {k: (v[0] if _is_pair(v) else v) for k, v in self.values.items()}
+        return {"name": self.name, "formula": self.formula, "values": _plain(vals),
+                "value": _plain(self.value), "unit": self.unit, "note": self.note}
+
+    def text(self) -> str:
+        subs = ", ".join(f"{k} = {_fmt_value(v)}" for k, v in self.values.items())
+        line = f"{self.name} = {self.formula}"
+        if subs:
+            line += f"   [{subs}]"
+        line += f"   = {units.fmt_auto(self.value, self.unit)}"
+        if self.note:
+            line += f"   ({self.note})"
+        return line
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """An input that was not given, or was given but not measured."""
+
+    name: str
+    value: Any
+    note: str
+    unit: str | None = None
+    basis: str = "assumed"  # assumed | measured | catalog | given | reference
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": _plain(self.value), "unit": self.unit,
+                "basis": self.basis, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Warning:  # noqa: A001 - the domain word; never the builtin in this module's users
+    """A plausible input that falls into one of the seeds' traps."""
+
+    code: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
+
+
+class Report:
+    """Results, the steps that produced them, assumptions, warnings and notes."""
+
+    def __init__(self, title: str, *, command: str | None = None):
+        self.title = title
+        self.command = command
+        self.results: dict[str, Any] = {}
+        self.units: dict[str, str | None] = {}
+        self.steps: list[Step] = []
+        self.assumptions: list[Assumption] = []
+        self.warnings: list[Warning] = []
+        self.notes: list[str] = []
+        self.sections: dict[str, Report] = {}
+
+    # ------------------------------------------------------------- building
+    def step(self, name: str, formula: str, *, value: Any, unit: str | None = None,
+             note: str = "", result: bool = True, **values: Any) -> Any:
+        """Record ``name = formula`` (with ``values`` substituted) and return ``value``.
+
+        The value is also stored as a result under ``name`` unless ``result=False``.
+        """
+        self.steps.append(Step(name, formula, value, unit, dict(values), note))
+        if result:
+            self.set(name, value, unit)
+        return value
+
+    def set(self, key: str, value: Any, unit: str | None = None) -> Any:
+        """Store a result without a derivation line (an input echoed, a verdict)."""
+        self.results[key] = value
+        self.units[key] = unit
+        return value
+
+    def assume(self, name: str, value: Any, note: str, *, unit: str | None = None,
+               basis: str = "assumed") -> Any:
+        self.assumptions = [a for a in self.assumptions if a.name != name]
+        self.assumptions.append(Assumption(name, value, note, unit, basis))
+        return value
+
+    def warn(self, code: str, message: str) -> None:
+        if not any(w.code == code and w.message == message for w in self.warnings):
+            self.warnings.append(Warning(code, message))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def merge(self, other: Report, *, prefix: str = "") -> None:
+        """Fold another report's steps, assumptions and warnings into this one."""
+        for s in other.steps:
+            self.steps.append(Step(prefix + s.name, s.formula, s.value, s.unit, s.values, s.note))
+        for a in other.assumptions:
+            self.assume(a.name, a.value, a.note, unit=a.unit, basis=a.basis)
+        for w in other.warnings:
+            self.warn(w.code, w.message)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.results[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.results.get(key, default)
+
+    # ------------------------------------------------------------ rendering
+    def to_dict(self) -> dict:
+        out = {k: _plain(v) for k, v in self.results.items()}
+        out["derivation"] = [s.to_dict() for s in self.steps]
+        out["assumptions"] = [a.to_dict() for a in self.assumptions]
+        out["warnings"] = [w.to_dict() for w in self.warnings]
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(key, formatted value) for every scalar result, in insertion order."""
+        out = []
+        for k, v in self.results.items():
+            if isinstance(v, (list, dict)):
+                out.append((k, _fmt_nested(v)))
+            else:
+                out.append((k, units.fmt_auto(v, self.units.get(k))))
+        return out
+
+    def explain(self) -> str:
+        lines = ["derivation:"]
+        for s in self.steps:
+            lines.append("  " + s.text())
+        if self.assumptions:
+            lines += ["", "assumptions:"]
+            for a in self.assumptions:
+                lines.append(f"  {a.name} = {units.fmt_auto(a.value, a.unit)} ({a.basis}): {a.note}")
+        if self.warnings:
+            lines += ["", "warnings:"]
+            lines += [f"  [{w.code}] {w.message}" for w in self.warnings]
+        if self.notes:
+            lines += ["", "notes:"] + [f"  {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def text(self) -> str:
+        """A plain aligned table: what the CLI prints when output is not a terminal."""
+        rows = self.rows()
+        width = max((len(k) for k, _ in rows), default=0)
+        lines = [self.title]
+        lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+        for w in self.warnings:
+            lines.append(f"warning [{w.code}]: {w.message}")
+        guessed = [a for a in self.assumptions if a.basis in ("assumed", "reference")]
+        if guessed:
+            lines.append("assumed: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed))
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self) -> str:
+        e = html.escape
+        parts = [f"<div class='napkin-report'><h3>{e(self.title)}</h3><table>"]
+        for k, v in self.rows():
+            parts.append(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>")
+        parts.append("</table>")
+        if self.steps:
+            parts.append("<details><summary>derivation</summary><ol>")
+            parts += [f"<li><code>{e(s.text())}</code></li>" for s in self.steps]
+            parts.append("</ol></details>")
+        if self.assumptions:
+            parts.append("<h4>assumptions</h4><ul>")
+            parts += [f"<li>{e(a.name)} = {e(units.fmt_auto(a.value, a.unit))} ({e(a.basis)}): {e(a.note)}</li>"
+                      for a in self.assumptions]
+            parts.append("</ul>")
+        if self.warnings:
+            parts.append("<h4>warnings</h4><ul>")
+            parts += [f"<li><b>{e(w.code)}</b>: {e(w.message)}</li>" for w in self.warnings]
+            parts.append("</ul>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        return f"Report({self.title!r}, {len(self.results)} results, {len(self.steps)} steps)"
+
+
+def _plain(v: Any) -> Any:
+    """JSON-safe: numpy scalars to floats, non-finite floats to None."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "to_dict") and not isinstance(v, type):
+        return _plain(v.to_dict())
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return None
+    if f == int(f) and abs(f) < 2**53 and not isinstance(v, float):
+        return int(f)
+    return f
+
+
+def _is_pair(v: Any) -> bool:
+    """A substituted value given with its unit kind: ``(7e9, "count")``."""
+    return isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], (str, type(None)))
+
+
+def _fmt_value(v: Any) -> str:
+    if _is_pair(v):
+        return units.fmt_auto(v[0], v[1])
+    return units.fmt_auto(v, None)
+
+
+def _fmt_nested(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {_fmt_nested(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        if len(v) > 6:
+            return f"[{len(v)} items]"
+        return "[" + ", ".join(_fmt_nested(x) for x in v) + "]"
+    return units.fmt_auto(v, None)

@@ -1,0 +1,92 @@
+"""FLOPs of training and inference, and MFU."""
+
+from __future__ import annotations
+
+FORWARD_FLOPS_PER_PARAM = 2.0  # one multiply-accumulate per weight per token
+TRAIN_FLOPS_PER_PARAM = 6.0  # 2 forward + 4 backward
+CONVENTIONS = ("6N", "causal", "full")
+
+
+def train_flops(n_params: float, *, n_tokens: float) -> float:
+    """C = 6 · N · D
+
+    Trap: 2·N·D is inference; the backward pass is the other two thirds of training.
+    Source: seed 004, "train_flops = 6 × N × D" (70B on 15T tokens = 6.3e24).
+    """
+    return TRAIN_FLOPS_PER_PARAM * n_params * n_tokens
+
+
+def attention_flops_per_token(n_layers: float, *, d_attn: float, seq_len: float, convention: str) -> float:
+    """Training attention FLOPs per token: 0 (6N), 6·L·d·T (causal) or 12·L·d·T (full).
+
+    d is the attention width (heads · head dim), T the sequence length. The score and
+    value products cost 2·2·T·d per token per layer forward, halved by the causal mask;
+    the backward pass doubles the forward.
+    Trap: 6N alone undercounts at long context; at T = 8k on a 7B model the term is ~7%.
+    Source: DESIGN.md conventions; PaLM (Chowdhery et al. 2022), appendix B, for `full`.
+    """
+    if convention == "6N":
+        return 0.0 * seq_len
+    if convention == "causal":
+        return 6.0 * n_layers * d_attn * seq_len
+    if convention == "full":
+        return 12.0 * n_layers * d_attn * seq_len
+    raise ValueError(f"unknown FLOPs convention {convention!r}; use one of {CONVENTIONS}")
+
+
+def train_flops_per_token(n_params: float, *, attention_flops: float = 0.0) -> float:
+    """flops_per_token = 6 · N + attention term
+
+    Trap: for MoE, N is the active (routed) parameter count, not the total.
+    Source: seed 001, "about 6N floating-point operations per token".
+    """
+    return TRAIN_FLOPS_PER_PARAM * n_params + attention_flops
+
+
+def forward_flops_per_token(active_params: float) -> float:
+    """flops_per_token = 2 · N_active
+
+    Trap: for an MoE model, use the routed subset: DeepSeek-V3 is 37B active of 671B.
+    Source: seed 004, "flops_per_token ≈ 2 × active_params".
+    """
+    return FORWARD_FLOPS_PER_PARAM * active_params
+
+
+def prefill_attention_flops(n_layers: float, *, d_attn: float, prompt_tokens: float) -> float:
+    """attention FLOPs of a causal prefill = 2 · L · T² · d
+
+    QKᵀ and AV are each 2·T²·d per layer for the full square; the causal mask keeps half.
+    Trap: 2·N·T alone ignores this term, which grows with T² and dominates long prompts.
+    Source: the seed-001 failure mode "ignoring attention at long context"; Kaplan et al. 2020, table 1.
+    """
+    return 2.0 * n_layers * prompt_tokens**2 * d_attn
+
+
+def prefill_flops(active_params: float, *, prompt_tokens: float, attention_flops: float = 0.0) -> float:
+    """prefill_flops = 2 · N_active · T (+ the attention term)
+
+    Trap: total instead of active parameters for MoE; and the attention term at long context.
+    Source: seed 004, "prefill_flops ≈ 2 × active_params × prompt_tokens" (70B, 8k: 1.15e15).
+    """
+    return FORWARD_FLOPS_PER_PARAM * active_params * prompt_tokens + attention_flops
+
+
+def train_seconds(train_flops: float, *, n_gpus: float, dense_flops_per_s: float, mfu: float) -> float:
+    """t = C / (n_gpus · peak · MFU)
+
+    Trap: peak is the dense figure at the run's precision; the datasheet's sparse
+    figure is twice it and halves the answer.
+    Source: seed 004, "seconds = train_flops ÷ (gpus × peak_flops × MFU)".
+    """
+    return train_flops / (n_gpus * dense_flops_per_s * mfu)
+
+
+def model_flops_utilization(flops_per_token: float, *, tokens_per_step: float, step_s: float,
+                            n_gpus: float, dense_flops_per_s: float) -> float:
+    """MFU = (flops_per_token · tokens_per_step / step_s) / (n_gpus · peak)
+
+    Trap: counting recomputed activations (HFU) as model FLOPs makes the GPUs look busier
+    than the model is; and "4M tokens" may mean 4e6 or 4·2^20 (a 5% difference).
+    Source: seed 004 (70B, 4M tokens in 2.07 s on 2,048 H100s: MFU ≈ 40%); PaLM appendix B.
+    """
+    return flops_per_token * tokens_per_step / step_s / (n_gpus * dense_flops_per_s)

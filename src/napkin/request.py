@@ -1,0 +1,256 @@
+"""Requests: one msgspec Struct per calculator, declared once.
+
+The CLI options, the web form, the JSON API and ``--config file.toml`` all build the
+same Struct through :func:`parse_request`, so a field's doc string, unit and bounds
+live in one place::
+
+    class MfuRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+        params: Annotated[float, field("count", "model parameters N", gt=0)]
+        mfu: Annotated[float, field("fraction", "model FLOPs utilisation")] = 0.4
+
+Kinds are those of :mod:`napkin.units` plus ``text``, ``name`` (a catalog entry or a
+path), ``precision``, ``int``, ``bool`` and ``choice`` (with ``choices=``). A field
+typed ``list[...]`` takes comma-separated or repeated values; ``dict[str, ...]``
+takes ``NAME=VALUE`` pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from typing import Annotated, Any
+
+import msgspec
+
+from napkin import units
+from napkin.errors import InputError
+
+EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
+
+
+def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = None,
+          lt: float | None = None, le: float | None = None, choices: tuple[str, ...] = (),
+          positional: bool = False, cli: str | None = None, example: str | None = None,
+          hidden: bool = False) -> msgspec.Meta:
+    """Metadata for a request field: its unit kind, help text and bounds."""
+    if kind not in units.KINDS and kind not in EXTRA_KINDS:
+        raise ValueError(f"unknown field kind {kind!r}")
+    if kind == "fraction" and gt is None and ge is None and le is None and lt is None:
+        gt, le = 0.0, 1.0
+    extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
+             "positional": positional, "cli": cli, "example": example, "hidden": hidden}
+    return msgspec.Meta(description=doc, extra={k: v for k, v in extra.items() if v not in (None, [], False)})
+
+
+class FieldInfo(typing.NamedTuple):
+    name: str
+    kind: str
+    doc: str
+    container: str  # "" | "list" | "dict"
+    required: bool
+    default: Any
+    meta: dict
+
+    @property
+    def option(self) -> str:
+        return self.meta.get("cli") or "--" + self.name.replace("_", "-")
+
+    def to_dict(self) -> dict:
+        bounds = {k: self.meta[k] for k in ("gt", "ge", "lt", "le") if k in self.meta}
+        d = {"name": self.name, "kind": self.kind, "doc": self.doc, "container": self.container or None,
+             "required": self.required, "default": None if self.default is msgspec.NODEFAULT else self.default,
+             "bounds": bounds, "choices": self.meta.get("choices", []), "option": self.option}
+        if "example" in self.meta:
+            d["example"] = self.meta["example"]
+        return d
+
+
+def fields(cls: type) -> list[FieldInfo]:
+    """The declared fields of a request Struct, with their kinds and bounds."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out = []
+    for f in msgspec.structs.fields(cls):
+        hint = hints[f.name]
+        meta: dict = {}
+        doc = ""
+        if typing.get_origin(hint) is Annotated:
+            base, *extras = typing.get_args(hint)
+            for m in extras:
+                if isinstance(m, msgspec.Meta):
+                    meta = dict(m.extra or {})
+                    doc = m.description or ""
+        else:
+            base = hint
+        container = ""
+        inner = [a for a in (typing.get_args(base) or ()) if a is not type(None)]
+        origin = typing.get_origin(base)
+        if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and inner:
+            base = inner[0]
+            origin = typing.get_origin(base)
+        if origin is list:
+            container = "list"
+        elif origin is dict:
+            container = "dict"
+        kind = meta.get("kind") or _kind_for(base)
+        default = f.default if f.default is not msgspec.NODEFAULT else (
+            f.default_factory() if f.default_factory is not msgspec.NODEFAULT else msgspec.NODEFAULT)
+        out.append(FieldInfo(f.name, kind, doc, container, f.required, default, meta))
+    return out
+
+
+def _kind_for(tp: Any) -> str:
+    return {bool: "bool", int: "int", float: "number", str: "text"}.get(tp, "text")
+
+
+def _bounds_text(meta: dict) -> str | None:
+    lo = ("(", meta["gt"]) if "gt" in meta else ("[", meta["ge"]) if "ge" in meta else None
+    hi = (")", meta["lt"]) if "lt" in meta else ("]", meta["le"]) if "le" in meta else None
+    if lo and hi:
+        return f"must be in {lo[0]}{_g(lo[1])}, {_g(hi[1])}{hi[0]}"
+    if lo:
+        return f"must be {'>' if lo[0] == '(' else '>='} {_g(lo[1])}"
+    if hi:
+        return f"must be {'<' if hi[0] == ')' else '<='} {_g(hi[1])}"
+    return None
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None) -> None:
+    ok = True
+    if "gt" in meta and not value > meta["gt"]:
+        ok = False
+    if "ge" in meta and not value >= meta["ge"]:
+        ok = False
+    if "lt" in meta and not value < meta["lt"]:
+        ok = False
+    if "le" in meta and not value <= meta["le"]:
+        ok = False
+    if ok:
+        return
+    fix = None
+    if kind == "fraction" and 1 < value <= 100:
+        fix = f"did you mean {value / 100:.2f}?"
+    elif kind in ("count", "bytes", "seconds", "flops", "int") and value <= 0:
+        fix = "give a positive size"
+    shown = raw if isinstance(raw, str) else value
+    raise InputError(name, shown, _bounds_text(meta) or "is out of range", fix)
+
+
+def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        s = str(raw).strip().lower()
+        if s in ("1", "true", "yes", "on", "y"):
+            return True
+        if s in ("0", "false", "no", "off", "n", ""):
+            return False
+        raise InputError(name, raw, "must be true or false")
+    if kind in ("text", "name", "path"):
+        s = str(raw).strip()
+        if not s:
+            raise InputError(name, raw, "must not be empty")
+        return s
+    if kind == "precision":
+        from napkin.hardware import precision
+
+        return precision(str(raw), name)
+    if kind == "choice":
+        s = str(raw).strip()
+        choices = meta.get("choices", [])
+        low = {c.lower(): c for c in choices}
+        if s.lower() not in low:
+            raise InputError(name, raw, "must be one of " + ", ".join(choices))
+        return low[s.lower()]
+    if kind == "int":
+        v = units.parse(raw, "count", name) if isinstance(raw, str) else raw
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+            raise InputError(name, raw, "must be a whole number")
+        v = int(v)
+        check_bounds(name, v, meta, kind, raw)
+        return v
+    v = units.parse(raw, kind, name)
+    check_bounds(name, v, meta, kind, raw)
+    return v
+
+
+def _split(raw: Any) -> list:
+    if isinstance(raw, (list, tuple)):
+        out: list = []
+        for r in raw:
+            out += _split(r) if isinstance(r, str) else [r]
+        return out
+    if isinstance(raw, str):
+        return [p for p in (x.strip() for x in raw.split(",")) if p]
+    return [raw]
+
+
+def parse_value(info: FieldInfo, raw: Any) -> Any:
+    """Parse one field's raw value (a string, a number, a list or a mapping)."""
+    if info.container == "list":
+        return [_scalar(info.name, r, info.kind, info.meta) for r in _split(raw)]
+    if info.container == "dict":
+        if isinstance(raw, dict):
+            items = list(raw.items())
+        else:
+            items = []
+            for part in _split(raw):
+                if not isinstance(part, str) or "=" not in part:
+                    raise InputError(info.name, part, "must be NAME=VALUE", f"e.g. {info.meta.get('example', 'name=0.5')}")
+                k, v = part.split("=", 1)
+                if not k.strip():
+                    raise InputError(info.name, part, "has an empty name", "write NAME=VALUE")
+                items.append((k.strip(), v.strip()))
+        return {str(k): _scalar(f"{info.name}[{k}]", v, info.kind, info.meta) for k, v in items}
+    return _scalar(info.name, raw, info.kind, info.meta)
+
+
+def parse_request(cls: type, raw: dict[str, Any]) -> Any:
+    """Build a request Struct from raw values, with napkin's unit parsing and errors.
+
+    Keys may use dashes or underscores; ``None`` and empty strings mean "not given".
+    Unknown keys are an error that names them.
+    """
+    infos = {f.name: f for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, val in raw.items():
+        name = key.replace("-", "_").lstrip("_")
+        if name not in infos:
+            from napkin.errors import closest
+
+            near = closest(name, list(infos))
+            raise InputError(key, val, "is not a field of this calculator",
+                             f"did you mean {', '.join(near)}?" if near else "see --help")
+        if val is None or (isinstance(val, str) and val.strip() == "" and infos[name].kind != "bool"):
+            continue
+        if isinstance(val, (list, tuple)) and len(val) == 0:
+            continue
+        values[name] = parse_value(infos[name], val)
+    for info in infos.values():
+        if info.required and info.name not in values:
+            raise InputError(info.name, "nothing", "is required", f"give {info.option}")
+    try:
+        return cls(**values)
+    except InputError:
+        raise
+    except (TypeError, msgspec.ValidationError) as exc:
+        raise InputError("request", values, str(exc)) from None
+
+
+def to_raw(req: Any) -> dict[str, Any]:
+    """A request back to plain values (for --save and the web page's URL)."""
+    out = {}
+    for info in fields(type(req)):
+        v = getattr(req, info.name)
+        if v is None or v == info.default:
+            continue
+        out[info.name] = v
+    return out
+
+
+def describe(cls: type) -> list[dict]:
+    """Every field with its kind, doc, bounds and default, for ``GET /api`` and the page."""
+    return [f.to_dict() for f in fields(cls) if not f.meta.get("hidden")]

@@ -1,0 +1,382 @@
+"""Quantities at the edges: parse what people type, format what they read.
+
+Inside napkin every quantity is a plain float in a base unit (FLOP, byte, second,
+FLOP/s, byte/s, USD, tokens, parameters). This module is the only place that knows
+about prefixes. Decimal and binary prefixes are kept apart: ``80GB`` is 80e9 bytes,
+``80GiB`` is 80 * 2**30. ``4M`` tokens is 4e6; ``4Mi`` is 4 * 2**20.
+
+A *kind* names what a field holds; the parser refuses a unit of another kind
+(``80GB`` for a duration) and ambiguous spellings (``Gb``: gigabit or gigabyte?).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from napkin.errors import InputError
+
+KILO, MEGA, GIGA, TERA, PETA, EXA = 1e3, 1e6, 1e9, 1e12, 1e15, 1e18
+KIBI, MEBI, GIBI, TEBI, PEBI = 2.0**10, 2.0**20, 2.0**30, 2.0**40, 2.0**50
+MINUTE = 60.0
+HOUR = 3600.0
+DAY = 86400.0
+WEEK = 7 * DAY
+YEAR = 365 * DAY
+MILLION = MEGA
+BITS_PER_BYTE = 8.0
+KWH_J = 3.6e6  # joules in one kilowatt-hour
+
+DECIMAL = {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "G": GIGA, "T": TERA, "P": PETA, "E": EXA}
+BINARY = {"Ki": KIBI, "Mi": MEBI, "Gi": GIBI, "Ti": TEBI, "Pi": PEBI}
+COUNT_SUFFIX = {
+    "": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "G": GIGA, "T": TERA, "P": PETA,
+    **BINARY,
+}
+
+KINDS = (
+    "number", "count", "bytes", "flops", "flops_per_s", "bytes_per_s", "seconds", "usd",
+    "usd_per_hour", "usd_per_million", "usd_per_kwh", "fraction", "watts", "per_s", "joules",
+)
+
+EXPECTED = {
+    "number": "a plain number such as 1.3",
+    "count": "a count such as 7B, 70.6e9, 15T, 4M or 4Mi",
+    "bytes": "a size such as 80GB, 80GiB or 141 GB",
+    "flops": "an amount of work such as 6.3e24, 810 TFLOP or 3.8e25 FLOP",
+    "flops_per_s": "a rate such as 989 TFLOP/s, 989T or 1.979e15",
+    "bytes_per_s": "a bandwidth such as 3.35TB/s, 900GB/s or 400Gbit/s",
+    "seconds": "a duration such as 2.07s, 9.3ms, 54d or 3w",
+    "usd": "an amount of money such as $5.576M, 500k or $60,000",
+    "usd_per_hour": "an hourly price such as $2.50/h or 2.5",
+    "usd_per_million": "a price per million tokens such as $3/M or 15",
+    "usd_per_kwh": "an energy price such as $0.08/kWh or 0.08",
+    "fraction": "a fraction such as 0.4 or 40%",
+    "watts": "a power such as 700W or 1.2kW",
+    "per_s": "a rate such as 10/s or 600/min",
+    "joules": "an energy such as 3.6MJ or 1kWh",
+}
+
+_NUM = r"(?P<num>[-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_RE = re.compile(r"^\s*(?P<dollar>\$)?\s*" + _NUM + r"\s*(?P<unit>.*?)\s*$")
+
+
+def _number(text: str, field: str, kind: str) -> tuple[float, str, bool]:
+    m = _RE.match(text)
+    if not m:
+        raise InputError(field, text, f"is not {EXPECTED[kind]}")
+    num = m.group("num").replace(",", "").replace("_", "")
+    try:
+        value = float(num)
+    except ValueError:
+        raise InputError(field, text, f"is not {EXPECTED[kind]}") from None
+    return value, m.group("unit"), bool(m.group("dollar"))
+
+
+def _fail(field: str, text: str, kind: str, why: str = "") -> InputError:
+    why = why or f"expected {EXPECTED[kind]}"
+    return InputError(field, text, why)
+
+
+def _bytes_unit(unit: str, field: str, text: str, kind: str) -> float:
+    """Multiplier to bytes for a unit like GB, GiB, Gbit; None-safe errors."""
+    u = unit.replace(" ", "")
+    if u in ("", "B", "byte", "bytes"):
+        return 1.0
+    m = re.fullmatch(r"([kKMGTPE]?)(i?)(B|bytes?|bits?|b)", u)
+    if not m:
+        raise _fail(field, text, kind)
+    pre, binary, base = m.groups()
+    if binary:
+        if not pre:
+            raise _fail(field, text, kind)
+        scale = BINARY[pre.upper() + "i"]
+    else:
+        scale = DECIMAL[pre]
+    if base == "b":
+        raise InputError(
+            field, text,
+            f"is ambiguous: '{pre}{binary}b' could be bits or bytes",
+            f"write {pre}{binary}B for bytes or {pre}{binary}bit for bits",
+        )
+    if base.startswith("bit"):
+        return scale / BITS_PER_BYTE
+    return scale
+
+
+def parse(text: str | float | int, kind: str, field: str = "value") -> float:
+    """Parse ``text`` as a quantity of ``kind``; return a float in base units.
+
+    Numbers pass through unchanged. Raises InputError naming ``field`` when the unit
+    is of the wrong kind, unknown or ambiguous.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    if isinstance(text, bool):
+        raise _fail(field, str(text), kind)
+    if isinstance(text, (int, float)):
+        value = float(text)
+        if not math.isfinite(value):
+            raise _fail(field, str(text), kind, "must be a finite number")
+        return value
+    raw = str(text)
+    value, unit, dollar = _number(raw, field, kind)
+    unit = unit.strip()
+    if dollar and kind not in ("usd", "usd_per_hour", "usd_per_million", "usd_per_kwh"):
+        raise _fail(field, raw, kind, f"is money; expected {EXPECTED[kind]}")
+    scale = _scale(unit, kind, field, raw)
+    result = value * scale
+    if not math.isfinite(result):
+        raise _fail(field, raw, kind, "must be a finite number")
+    return result
+
+
+def _strip_words(unit: str, words: tuple[str, ...]) -> str:
+    for w in words:
+        if unit.lower().endswith(w):
+            return unit[: -len(w)].strip()
+    return unit
+
+
+def _scale(unit: str, kind: str, field: str, raw: str) -> float:
+    if kind == "number":
+        if unit in ("", "x", "×"):
+            return 1.0
+        raise _fail(field, raw, kind)
+    if kind == "fraction":
+        if unit == "%":
+            return 0.01
+        if unit == "":
+            return 1.0
+        raise _fail(field, raw, kind)
+    if kind == "count":
+        u = _strip_words(unit, ("tokens", "token", "tok", "params", "parameters", "requests", "gpus"))
+        if u in COUNT_SUFFIX:
+            return COUNT_SUFFIX[u]
+        if re.fullmatch(r"[kKMGTPE]i?(B|bytes?)|[kKMGTPE]?bit", u):
+            raise _fail(field, raw, kind, f"is a size in bytes; expected {EXPECTED[kind]}")
+        raise _fail(field, raw, kind)
+    if kind == "bytes":
+        if unit.endswith("/s") or unit.lower().endswith("ps"):
+            raise _fail(field, raw, kind, f"is a bandwidth; expected {EXPECTED[kind]}")
+        if unit in ("s", "ms", "h", "d", "w"):
+            raise _fail(field, raw, kind, f"is a duration; expected {EXPECTED[kind]}")
+        if re.fullmatch(r"[kKMGTPE]", unit):
+            raise InputError(field, raw, "has a prefix but no unit",
+                             f"write {unit}B for decimal bytes or {unit.upper()}iB for binary")
+        return _bytes_unit(unit, field, raw, kind)
+    if kind == "bytes_per_s":
+        u = unit.replace(" ", "")
+        m = re.fullmatch(r"([kKMGTPE]?)(bps|Bps)", u)
+        if m:
+            if m.group(2) == "bps":
+                return DECIMAL[m.group(1)] / BITS_PER_BYTE
+            return DECIMAL[m.group(1)]
+        if u in DECIMAL:  # bare prefix: 3.35T means 3.35e12 bytes/s
+            return DECIMAL[u]
+        if not u.endswith("/s"):
+            raise _fail(field, raw, kind)
+        return _bytes_unit(u[:-2], field, raw, kind)
+    if kind in ("flops", "flops_per_s"):
+        u = unit.replace(" ", "")
+        if u in DECIMAL:
+            return DECIMAL[u]
+        m = re.fullmatch(r"([kKMGTPE]?)(FLOP|FLOPs|flop|flops|FLOPS|FLOP/s|flop/s|FLOPs/s|OPS|OP/s|ops)", u)
+        if not m:
+            raise _fail(field, raw, kind)
+        pre, base = m.groups()
+        rate = base in ("FLOPS", "FLOP/s", "flop/s", "FLOPs/s", "OPS", "OP/s")
+        if kind == "flops" and rate:
+            raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
+        return DECIMAL[pre]
+    if kind == "seconds":
+        table = {
+            "": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+            "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "min": MINUTE, "mins": MINUTE,
+            "minute": MINUTE, "minutes": MINUTE, "h": HOUR, "hr": HOUR, "hrs": HOUR,
+            "hour": HOUR, "hours": HOUR, "d": DAY, "day": DAY, "days": DAY, "w": WEEK,
+            "wk": WEEK, "week": WEEK, "weeks": WEEK, "y": YEAR, "yr": YEAR, "year": YEAR,
+            "years": YEAR,
+        }
+        if unit in table:
+            return table[unit]
+        if unit == "m":
+            raise InputError(field, raw, "is ambiguous: m could be minutes or months", "write min for minutes")
+        raise _fail(field, raw, kind)
+    if kind == "usd":
+        u = _strip_words(unit, ("usd", "dollars", "$"))
+        if u in ("", "k", "K", "M", "B", "bn", "T"):
+            return {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "bn": GIGA, "T": TERA}[u]
+        if "/" in u:
+            raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
+        raise _fail(field, raw, kind)
+    if kind == "usd_per_hour":
+        u = unit.replace(" ", "").lower()
+        for per in ("/gpu-hour", "/gpu-hr", "/gpu-h", "/gpuh", "/hour", "/hr", "/h"):
+            if u.endswith(per):
+                u = u[: -len(per)]
+                break
+        else:
+            if u not in ("",):
+                if "/" in u:
+                    raise _fail(field, raw, kind, f"is not per hour; expected {EXPECTED[kind]}")
+                raise _fail(field, raw, kind)
+        if u in ("", "usd"):
+            return 1.0
+        raise _fail(field, raw, kind)
+    if kind == "usd_per_million":
+        u = unit.replace(" ", "")
+        if u in ("", "/M", "/Mtok", "/Mtokens", "/1M", "per M"):
+            return 1.0
+        raise _fail(field, raw, kind)
+    if kind == "usd_per_kwh":
+        u = unit.replace(" ", "").lower()
+        if u in ("", "/kwh"):
+            return 1.0
+        if u == "/mwh":
+            return 1e-3
+        raise _fail(field, raw, kind)
+    if kind == "watts":
+        table = {"": 1.0, "W": 1.0, "kW": KILO, "MW": MEGA, "GW": GIGA}
+        if unit.replace(" ", "") in table:
+            return table[unit.replace(" ", "")]
+        raise _fail(field, raw, kind)
+    if kind == "per_s":
+        table = {"": 1.0, "/s": 1.0, "/sec": 1.0, "/min": 1 / MINUTE, "/h": 1 / HOUR, "/hr": 1 / HOUR,
+                 "/d": 1 / DAY, "/day": 1 / DAY}
+        u = unit.replace(" ", "")
+        if u in table:
+            return table[u]
+        raise _fail(field, raw, kind)
+    if kind == "joules":
+        table = {"": 1.0, "J": 1.0, "kJ": KILO, "MJ": MEGA, "GJ": GIGA, "Wh": 3600.0,
+                 "kWh": KWH_J, "MWh": KWH_J * 1e3, "GWh": KWH_J * 1e6}
+        u = unit.replace(" ", "")
+        if u in table:
+            return table[u]
+        raise _fail(field, raw, kind)
+    raise ValueError(kind)  # pragma: no cover
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _sig(x: float, digits: int) -> str:
+    """x to ``digits`` significant figures, without trailing zeros or exponent."""
+    if x == 0:
+        return "0"
+    s = f"{x:.{digits}g}"
+    if "e" in s:  # fall back to positional for the mantissa range we produce
+        s = f"{x:.{max(digits - 1 - int(math.floor(math.log10(abs(x)))), 0)}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def _with_prefix(x: float, table: list[tuple[float, str]], digits: int) -> tuple[str, str]:
+    ax = abs(x)
+    for scale, name in table:
+        if ax >= scale * 0.9995:
+            return _sig(x / scale, digits), name
+    scale, name = table[-1]
+    return _sig(x / scale, digits), name
+
+
+_DEC = [(EXA, "E"), (PETA, "P"), (TERA, "T"), (GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, "")]
+_BIN = [(PEBI, "Pi"), (TEBI, "Ti"), (GIBI, "Gi"), (MEBI, "Mi"), (KIBI, "Ki"), (1.0, "")]
+_CNT = [(PETA, "P"), (TERA, "T"), (GIGA, "B"), (MEGA, "M"), (KILO, "k"), (1.0, "")]
+
+
+def _sci(x: float, digits: int) -> str:
+    mant, exp = f"{x:.{digits - 1}e}".split("e")
+    mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+    return f"{mant}e{int(exp)}"
+
+
+def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) -> str:  # noqa: A001
+    """Format a base-unit float for a reader, with a readable prefix.
+
+    ``binary=True`` formats bytes with binary prefixes (GiB); the default is decimal
+    (GB). parse(format(x, kind), kind) gives x back to ``digits`` significant figures.
+    """
+    x = float(value)
+    if not math.isfinite(x):
+        return str(x)
+    neg = "-" if x < 0 else ""
+    ax = abs(x)
+    if kind in ("number",):
+        return neg + (_sig(ax, digits) if 1e-4 <= ax < 1e9 or ax == 0 else _sci(ax, digits))
+    if kind == "fraction":
+        return neg + _sig(ax * 100, max(digits - 1, 2)) + "%"
+    if kind == "count":
+        if ax < 1e6 and ax == int(ax):
+            return neg + f"{int(ax):,}"
+        if ax < 1000:
+            return neg + _sig(ax, digits)
+        if ax >= 1e18:
+            return neg + _sci(ax, digits)
+        n, p = _with_prefix(ax, _CNT, digits)
+        return f"{neg}{n}{p}"
+    if kind == "bytes":
+        if ax < 1000 and not binary:
+            return f"{neg}{_sig(ax, digits)} B"
+        n, p = _with_prefix(ax, _BIN if binary else _DEC, digits)
+        return f"{neg}{n} {p}B"
+    if kind == "bytes_per_s":
+        n, p = _with_prefix(ax, _DEC, digits)
+        return f"{neg}{n} {p}B/s"
+    if kind == "flops":
+        if ax >= 1e18:
+            return f"{neg}{_sci(ax, digits)} FLOP"
+        n, p = _with_prefix(ax, _DEC, digits)
+        return f"{neg}{n} {p}FLOP"
+    if kind == "flops_per_s":
+        if ax >= 1e21:
+            return f"{neg}{_sci(ax, digits)} FLOP/s"
+        n, p = _with_prefix(ax, _DEC, digits)
+        return f"{neg}{n} {p}FLOP/s"
+    if kind == "seconds":
+        if ax == 0:
+            return "0 s"
+        for limit, scale, name in (
+            (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s"),
+            (2 * HOUR, MINUTE, "min"), (48 * HOUR, HOUR, "h"), (math.inf, DAY, "d"),
+        ):
+            if ax < limit * 0.99995:
+                return f"{neg}{_sig(ax / scale, digits)} {name}"
+    if kind == "usd":
+        if ax >= 1e6:
+            n, p = _with_prefix(ax, [(TERA, "T"), (GIGA, "B"), (MEGA, "M")], digits)
+            return f"{neg}${n}{p}"
+        if ax >= 10 ** (digits - 1):
+            return f"{neg}${round(ax):,}"
+        return f"{neg}${_sig(ax, digits)}"
+    if kind == "usd_per_hour":
+        return f"{neg}${_sig(ax, digits)}/h"
+    if kind == "usd_per_million":
+        return f"{neg}${_sig(ax, digits)}/M"
+    if kind == "usd_per_kwh":
+        return f"{neg}${_sig(ax, digits)}/kWh"
+    if kind == "watts":
+        n, p = _with_prefix(ax, [(GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, "")], digits)
+        return f"{neg}{n} {p}W"
+    if kind == "per_s":
+        return f"{neg}{_sig(ax, digits)}/s"
+    if kind == "joules":
+        if ax >= KWH_J:
+            n, p = _with_prefix(ax / 3600.0, [(GIGA, "G"), (MEGA, "M"), (KILO, "k")], digits)
+            return f"{neg}{n} {p}Wh"
+        n, p = _with_prefix(ax, [(MEGA, "M"), (KILO, "k"), (1.0, "")], digits)
+        return f"{neg}{n} {p}J"
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def fmt_auto(value: object, kind: str | None) -> str:
+    """Format any result value: floats by kind, everything else as text."""
+    if kind and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, kind)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return _sig(value, 4) if 1e-4 <= abs(value) < 1e9 or value == 0 else _sci(value, 4)
+    return str(value)
