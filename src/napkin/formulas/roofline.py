@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def ridge_flops_per_byte(dense_flops_per_s: float, *, memory_bytes_per_s: float) -> float:
     """ridge = peak / memory_bandwidth
@@ -22,7 +20,12 @@ def attainable_flops_per_s(intensity_flops_per_byte: float, *, dense_flops_per_s
     ~0.34% of an H100's peak.
     Source: seed 004, "Below the ridge a kernel is memory-bound and attains intensity × bandwidth".
     """
-    return np.minimum(dense_flops_per_s, intensity_flops_per_byte * memory_bytes_per_s)
+    attained = intensity_flops_per_byte * memory_bytes_per_s
+    if isinstance(attained, float) and isinstance(dense_flops_per_s, (int, float)):
+        return min(dense_flops_per_s, attained)  # scalar path: no numpy import for one call
+    import numpy as np
+
+    return np.minimum(dense_flops_per_s, attained)
 
 
 def decode_tokens_per_s(batch: float, *, memory_bytes_per_s: float, weights_bytes: float,
