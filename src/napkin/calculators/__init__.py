@@ -25,6 +25,8 @@ class Calculator:
     # what a result establishes and what still needs measuring (shown on the web page)
     establishes: str = ""
     needs_measuring: str = ""
+    # report -> {chart name: Vega-Lite spec dict}; used by --chart and the web page
+    charts: Callable[[Any], dict[str, dict]] | None = None
 
     def __call__(self, raw: dict | None = None, /, **kwargs: Any) -> Any:
         """Run from raw values (unit strings or numbers): ``calc({"params": "7B"})``."""
