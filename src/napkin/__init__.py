@@ -21,15 +21,36 @@ __all__ = [
     "UnknownName",
     "__version__",
     "allreduce",
+    "amortise",
+    "architecture",
+    "bill",
     "calculate",
+    "card",
+    "check",
+    "compare",
+    "goodput",
+    "gpu_hour",
+    "journey",
+    "ledger_report",
     "memory",
     "mfu",
-    "model",
+    "optimal",
+    "plan_serve",
     "roofline",
+    "serve",
+    "tokens",
+    "train",
 ]
 
-from napkin.derivation import Report
 from napkin.errors import InputError, NapkinError, UnknownName
+
+
+def __getattr__(name: str) -> Any:  # Report loads on first use: `napkin --version` stays fast
+    if name == "Report":
+        from napkin.derivation import Report
+
+        return Report
+    raise AttributeError(f"module 'napkin' has no attribute {name!r}")
 
 
 def calculate(name: str, raw: dict | None = None, /, **kwargs: Any) -> Report:
@@ -39,26 +60,38 @@ def calculate(name: str, raw: dict | None = None, /, **kwargs: Any) -> Report:
     return calculators.get(name)(raw, **kwargs)
 
 
-def model(model: str, **kwargs: Any) -> Report:
-    """Architecture, parameters and KV bytes per token of a catalog model or config.json."""
+def architecture(model: str, **kwargs: Any) -> Report:
+    """Architecture, parameters and KV bytes per token of a catalog model or config.json.
+
+    (Named ``architecture`` because ``napkin.model`` is the ModelSpec module.)
+    """
     return calculate("model", model=model, **kwargs)
 
 
-def memory(**kwargs: Any) -> Report:
-    """Weights, KV cache and (with training=True) static training state, and the fit."""
-    return calculate("memory", **kwargs)
+def _wrap(name: str, doc: str):
+    def run(raw: dict | None = None, /, **kwargs: Any) -> Report:
+        return calculate(name, raw, **kwargs)
+
+    run.__name__ = run.__qualname__ = name.replace("-", "_")
+    run.__doc__ = doc + "\n\nKeyword arguments are the command's options (unit strings welcome)."
+    return run
 
 
-def roofline(**kwargs: Any) -> Report:
-    """Ridge point and attainable FLOP/s of a GPU at an arithmetic intensity."""
-    return calculate("roofline", **kwargs)
-
-
-def mfu(**kwargs: Any) -> Report:
-    """Model FLOPs utilisation from tokens per step, step time and GPUs."""
-    return calculate("mfu", **kwargs)
-
-
-def allreduce(**kwargs: Any) -> Report:
-    """Ring all-reduce volume per rank and time over a link."""
-    return calculate("allreduce", **kwargs)
+memory = _wrap("memory", "Weights, KV cache and (training=True) static training state, and the fit.")
+roofline = _wrap("roofline", "Ridge point and attainable FLOP/s of a GPU at an arithmetic intensity.")
+mfu = _wrap("mfu", "Model FLOPs utilisation from tokens per step, step time and GPUs.")
+allreduce = _wrap("allreduce", "Ring all-reduce volume per rank and time over a link.")
+train = _wrap("train", "Cost, time and cluster size of a planned training run.")
+compare = _wrap("compare", "Accelerators ranked for one training job by cost per token.")
+check = _wrap("check", "A published training cost or GPU-hour claim checked against 6ND.")
+amortise = _wrap("amortise", "Training cost spread over served tokens; the serving crossover.")
+gpu_hour = _wrap("gpu-hour", "The loaded price of one GPU-hour.")
+goodput = _wrap("goodput", "Goodput and checkpoint interval from failure rates.")
+optimal = _wrap("optimal", "Compute-optimal parameters and tokens for a budget.")
+serve = _wrap("serve", "Memory fit, prefill, decode and $/M tokens for serving a model.")
+bill = _wrap("bill", "An API bill from the dated price catalog.")
+plan_serve = _wrap("plan-serve", "Search serving configurations under latency SLOs.")
+ledger_report = _wrap("ledger", "Realised cost of a run from its own logs.")
+journey = _wrap("journey", "One prompt through a model, rung by rung.")
+card = _wrap("card", "The numbers every engineer should know, computed.")
+tokens = _wrap("tokens", "Token counts of text, offline.")

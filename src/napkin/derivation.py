@@ -13,8 +13,6 @@ Results are kept in base units under keys that carry the unit as a suffix
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +144,8 @@ class Report:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
+        import json
+
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
 
     def rows(self) -> list[tuple[str, str]]:
@@ -192,6 +192,8 @@ class Report:
         return self.html()
 
     def html(self) -> str:
+        import html
+
         e = html.escape
         parts = [f"<div class='napkin-report'><h3>{e(self.title)}</h3><table>"]
         for k, v in self.rows():

@@ -7,8 +7,6 @@ fit" is a result, not an exception.
 
 from __future__ import annotations
 
-import difflib
-
 
 class NapkinError(Exception):
     """Base class of every error napkin raises on purpose."""
@@ -67,6 +65,8 @@ class UnsupportedPrecision(InputError):
 
 def closest(name: str, choices: list[str], n: int = 3) -> list[str]:
     """The choices nearest to ``name``: substring matches first, then by similarity."""
+    import difflib
+
     low = name.lower()
     subs = [c for c in choices if low and (low in c.lower() or c.lower() in low)]
     near = difflib.get_close_matches(low, [c.lower() for c in choices], n=n, cutoff=0.5)

@@ -1,0 +1,111 @@
+"""napkin.units: parsing what people type, formatting what they read."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from napkin import units
+from napkin.errors import InputError
+
+PARSED = [
+    # counts
+    ("7B", "count", 7e9), ("70.6e9", "count", 70.6e9), ("15T", "count", 15e12), ("4M", "count", 4e6),
+    ("4Mi", "count", 4 * 2**20), ("16,384", "count", 16384), ("8k", "count", 8000), ("128Ki", "count", 131072),
+    ("15T tokens", "count", 15e12), ("1.5 B", "count", 1.5e9),
+    # bytes: decimal and binary kept apart
+    ("80GB", "bytes", 80e9), ("80GiB", "bytes", 80 * 2**30), ("141 GB", "bytes", 141e9),
+    ("512 KiB", "bytes", 512 * 1024), ("1TB", "bytes", 1e12), ("400Gbit", "bytes", 50e9), ("123", "bytes", 123.0),
+    # work and rates
+    ("989 TFLOP/s", "flops_per_s", 989e12), ("989T", "flops_per_s", 989e12), ("1.979e15", "flops_per_s", 1.979e15),
+    ("989 TFLOPS", "flops_per_s", 989e12), ("810 TFLOP", "flops", 810e12), ("3.8e25 FLOP", "flops", 3.8e25),
+    ("3.35TB/s", "bytes_per_s", 3.35e12), ("900 GB/s", "bytes_per_s", 900e9), ("400Gbit/s", "bytes_per_s", 50e9),
+    ("400Gbps", "bytes_per_s", 50e9), ("3.35T", "bytes_per_s", 3.35e12),
+    # durations
+    ("2.07s", "seconds", 2.07), ("9.3ms", "seconds", 9.3e-3), ("54d", "seconds", 54 * 86400.0),
+    ("3w", "seconds", 21 * 86400.0), ("50000h", "seconds", 50000 * 3600.0), ("15 min", "seconds", 900.0),
+    ("250us", "seconds", 250e-6), ("2y", "seconds", 2 * 365 * 86400.0),
+    # money
+    ("$2.50/h", "usd_per_hour", 2.5), ("2/h", "usd_per_hour", 2.0), ("2.5", "usd_per_hour", 2.5),
+    ("$2.50/gpu-hour", "usd_per_hour", 2.5), ("$5.576M", "usd", 5.576e6), ("500k", "usd", 5e5),
+    ("$60,000", "usd", 6e4), ("$3/M", "usd_per_million", 3.0), ("0.08/kWh", "usd_per_kwh", 0.08),
+    # fractions, power, rates
+    ("40%", "fraction", 0.4), ("0.4", "fraction", 0.4), ("700W", "watts", 700.0), ("1.2kW", "watts", 1200.0),
+    ("10/s", "per_s", 10.0), ("600/min", "per_s", 10.0),
+]
+
+
+@pytest.mark.parametrize("text,kind,expected", PARSED)
+def test_parse(text, kind, expected):
+    assert units.parse(text, kind) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("text,kind,message", [
+    ("80Gb", "bytes", "value is ambiguous: 'Gb' could be bits or bytes; got 80Gb (write GB for bytes or Gbit for bits)"),
+    ("400Gb/s", "bytes_per_s", "value is ambiguous: 'Gb' could be bits or bytes; got 400Gb/s (write GB for bytes or Gbit for bits)"),
+    ("80GB", "seconds", "value: expected a duration such as 2.07s, 9.3ms, 54d or 3w; got 80GB"),
+    ("3w", "bytes", "value is a duration; expected a size such as 80GB, 80GiB or 141 GB; got 3w"),
+    ("80G", "bytes", "value has a prefix but no unit; got 80G (write GB for decimal bytes or GiB for binary)"),
+    ("80GB", "count", "value is a size in bytes; expected a count such as 7B, 70.6e9, 15T, 4M or 4Mi; got 80GB"),
+    ("$5", "count", "value is money; expected a count such as 7B, 70.6e9, 15T, 4M or 4Mi; got $5"),
+    ("5m", "seconds", "value is ambiguous: m could be minutes or months; got 5m (write min for minutes)"),
+    ("989 TFLOP/s", "flops", "value is a rate; expected an amount of work such as 6.3e24, 810 TFLOP or 3.8e25 FLOP; got 989 TFLOP/s"),
+    ("seven", "count", "value is not a count such as 7B, 70.6e9, 15T, 4M or 4Mi; got seven"),
+    ("2.50/day", "usd_per_hour", "value is not per hour; expected an hourly price such as $2.50/h or 2.5; got 2.50/day"),
+])
+def test_parse_errors_say_what_was_expected(text, kind, message):
+    with pytest.raises(InputError) as exc:
+        units.parse(text, kind)
+    assert str(exc.value) == message
+
+
+def test_error_names_the_field():
+    with pytest.raises(InputError, match=r"^memory is ambiguous"):
+        units.parse("80Gb", "bytes", field="memory")
+
+
+@pytest.mark.parametrize("value,kind,text", [
+    (141.2e9, "bytes", "141.2 GB"), (80 * 2**30, "bytes", "85.9 GB"), (70.6e9, "count", "70.6B"),
+    (16384, "count", "16,384"), (15e12, "count", "15T"), (989.5e12, "flops_per_s", "989.5 TFLOP/s"),
+    (6.3e24, "flops", "6.3e24 FLOP"), (810e12, "flops", "810 TFLOP"), (3.35e12, "bytes_per_s", "3.35 TB/s"),
+    (972000.0, "seconds", "11.25 d"), (0.0151, "seconds", "15.1 ms"), (2.07, "seconds", "2.07 s"),
+    (163840.0, "usd", "$163,840"), (0.0075, "usd", "$0.0075"), (5.576e6, "usd", "$5.576M"),
+    (2.5, "usd_per_hour", "$2.5/h"), (0.401, "fraction", "40.1%"),
+])
+def test_format(value, kind, text):
+    assert units.format(value, kind) == text
+
+
+def test_binary_bytes_stay_binary():
+    assert units.format(80 * 2**30, "bytes", binary=True) == "80 GiB"
+    assert units.format(80e9, "bytes") == "80 GB"
+    assert units.format(80e9, "bytes", binary=True) == "74.51 GiB"
+
+
+# Four significant figures: the relative error of a round trip is at most 5e-4.
+ROUND_TRIP_KINDS = ["count", "bytes", "flops", "flops_per_s", "bytes_per_s", "seconds", "usd",
+                    "usd_per_hour", "usd_per_million", "watts", "per_s", "joules", "number"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(ROUND_TRIP_KINDS),
+       x=st.floats(min_value=1e-6, max_value=1e27, allow_nan=False, allow_infinity=False))
+def test_round_trip(kind, x):
+    text = units.format(x, kind)
+    back = units.parse(text, kind)
+    assert math.isclose(back, x, rel_tol=5e-4), (x, text, back)
+
+
+@settings(max_examples=100, deadline=None)
+@given(x=st.floats(min_value=1.0, max_value=1e18))
+def test_round_trip_binary_bytes(x):
+    assert math.isclose(units.parse(units.format(x, "bytes", binary=True), "bytes"), x, rel_tol=5e-4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(x=st.floats(min_value=1e-4, max_value=1.0))
+def test_round_trip_fraction(x):
+    assert math.isclose(units.parse(units.format(x, "fraction"), "fraction"), x, rel_tol=5e-3)
