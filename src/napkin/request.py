@@ -39,7 +39,8 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
         gt, le = 0.0, 1.0
     extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
              "positional": positional, "cli": cli, "example": example, "hidden": hidden}
-    return msgspec.Meta(description=doc, extra={k: v for k, v in extra.items() if v not in (None, [], False)})
+    keep = {k: v for k, v in extra.items() if v is not None and v is not False and v != []}
+    return msgspec.Meta(description=doc, extra=keep)
 
 
 class FieldInfo(typing.NamedTuple):

@@ -15,6 +15,7 @@ from napkin.hardware import Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import field
 from napkin.units import GIBI, MEBI, MEGA
+from napkin.units import format as fmt
 
 S = msgspec.Struct
 
@@ -56,9 +57,9 @@ def warn_if_sparse(report: Report, peak: float, precision: str) -> None:
         sparse = g.sparse_peak(precision) if g.supports(precision) else None
         if sparse and abs(peak - sparse) / sparse < 0.01:
             report.warn("sparse-peak",
-                        f"the peak given ({peak:.4g} FLOP/s) equals the {g.name}'s {precision} figure with "
-                        f"2:4 sparsity; the dense peak is {g.peak(precision):.4g} FLOP/s and halves nothing "
-                        f"a dense run does")
+                        f"the peak given ({fmt(peak, 'flops_per_s')}) equals the {g.name}'s {precision} figure "
+                        f"with 2:4 sparsity; its dense peak is {fmt(g.peak(precision), 'flops_per_s')}, and a "
+                        f"dense run never reaches the sparse one (using it halves the predicted time and the reported MFU)")
             return
 
 
@@ -319,7 +320,7 @@ def run_allreduce(req: AllreduceRequest) -> Report:
     r = Report("Ring all-reduce", command="allreduce")
     if req.link_bandwidth is not None:
         if req.bidirectional == req.unidirectional:
-            raise InputError("link_bandwidth", req.link_bandwidth, "needs its direction stated",
+            raise InputError("link_bandwidth", fmt(req.link_bandwidth, "bytes_per_s"), "needs its direction stated",
                              "add --bidirectional (a rating like NVLink's 900 GB/s) or --unidirectional")
         one_way = req.link_bandwidth / 2 if req.bidirectional else req.link_bandwidth
         if req.bidirectional:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import tomllib
 from typing import Any, Callable
@@ -37,6 +38,13 @@ def guarded(fn: Callable) -> Callable:
             fail(f"{exc.filename}: {exc.strerror}")
         except BrokenPipeError:  # `napkin ... | head`
             sys.exit(0)
+        except (SystemExit, KeyboardInterrupt, click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # a bug in napkin: still one line, never a traceback
+            if os.environ.get("NAPKIN_DEBUG"):
+                raise
+            fail(f"internal error ({type(exc).__name__}: {exc}); please report the command that caused it "
+                 f"(NAPKIN_DEBUG=1 shows the traceback)")
 
     return wrapper
 
