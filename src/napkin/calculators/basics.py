@@ -174,6 +174,9 @@ def run_memory(req: MemoryRequest) -> Report:
         kv = r.step("kv_total_bytes", "kv_bytes_per_token · context · sequences",
                     value=mem.kv_total_bytes(kv_tok, context_tokens=req.context, n_sequences=req.sequences),
                     unit="bytes", context=(req.context, "count"), sequences=req.sequences)
+        if req.context % 1000 == 0 and req.context % 1024 != 0:
+            r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / 1000:g}Ki for "
+                   f"{req.context / 1000 * 1024:,.0f}")
         if abs(kv / GIBI - round(kv / GIBI)) < 1e-9 and kv >= GIBI:
             r.note(f"kv_total_bytes is exactly {round(kv / GIBI)} GiB ({kv / 1e9:.4g} GB): GB and GiB differ by 7%")
         total = w + kv
@@ -283,11 +286,11 @@ def run_mfu(req: MfuRequest) -> Report:
     t = req.tokens_per_step
     if t % MEGA == 0:
         alt = t / MEGA * MEBI
-        r.note(f"tokens_per_step read as {t:.6g} (decimal M); if it meant {t / MEGA:g}Mi = {alt:.6g} tokens, "
-               f"MFU would be {needed / avail * alt / t:.3f}")
+        r.note(f"tokens_per_step read as {fmt(t, 'count')} = {t:,.0f} (decimal M); if it meant {t / MEGA:g}Mi = "
+               f"{alt:,.0f} tokens, MFU would be {needed / avail * alt / t:.3f}")
     elif t % MEBI == 0:
         alt = t / MEBI * MEGA
-        r.note(f"tokens_per_step read as {t:.6g} ({t / MEBI:g}Mi, binary); if it meant {alt:.6g}, "
+        r.note(f"tokens_per_step read as {t / MEBI:g}Mi = {t:,.0f} (binary); if it meant {alt:,.0f}, "
                f"MFU would be {needed / avail * alt / t:.3f}")
     if req.recompute:
         r.step("hfu", "mfu · 8 / 6  (recompute adds one forward pass: 2N more per token)",
