@@ -192,7 +192,7 @@ def _scale(unit: str, kind: str, field: str, raw: str) -> float:
     if kind == "seconds":
         table = {
             "": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-            "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "min": MINUTE, "mins": MINUTE,
+            "fs": 1e-15, "ps": 1e-12, "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "min": MINUTE, "mins": MINUTE,
             "minute": MINUTE, "minutes": MINUTE, "h": HOUR, "hr": HOUR, "hrs": HOUR,
             "hour": HOUR, "hours": HOUR, "d": DAY, "day": DAY, "days": DAY, "w": WEEK,
             "wk": WEEK, "week": WEEK, "weeks": WEEK, "y": YEAR, "yr": YEAR, "year": YEAR,
@@ -339,7 +339,7 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
         if ax == 0:
             return "0 s"
         for limit, scale, name in (
-            (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s"),
+            (1e-12, 1e-15, "fs"), (1e-9, 1e-12, "ps"), (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s"),
             (2 * HOUR, MINUTE, "min"), (48 * HOUR, HOUR, "h"), (math.inf, DAY, "d"),
         ):
             if ax < limit * 0.99995:
