@@ -32,6 +32,9 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
     attention: str = "gqa"  # mha | gqa | mqa | mla
     position: str = "rope"  # rope | learned | relative | alibi
     max_position: int = 0  # rows of a learned position table
+    # Transformer-XL relative attention (Gopher, Chinchilla): each layer projects the
+    # sinusoidal relative-position embedding with its own d x d matrix W_R.
+    relative_pos_proj: bool = False
     max_context: int = 0
     qkv_bias: bool = False
     linear_bias: bool = False  # every linear layer has a bias (GPT-2, GPT-3)
@@ -79,7 +82,11 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         return width * (2 if self.norm == "layernorm" else 1)
 
     def attention_params(self) -> int:
-        """Weights of one attention block (projections, their biases, MLA's norms)."""
+        """Weights of one attention block (projections, their biases, MLA's norms).
+
+        Trap: Transformer-XL relative attention adds a d x d position projection per
+        layer; leaving it out undercounts Gopher/Chinchilla by ~7% (64.7B, not 70B).
+        """
         d, h, hkv, dh = self.d_model, self.n_heads, self.n_kv_heads, self.head_dim
         if self.attention == "mla":
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
@@ -99,7 +106,8 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
             bias += h * dh + 2 * hkv * dh
         if self.linear_bias:
             bias += d
-        return q + kv + o + bias
+        rel = d * d if self.relative_pos_proj else 0  # W_R of Dai et al. (2019), eq. 4
+        return q + kv + o + bias + rel
 
     def _mlp(self, f: int) -> int:
         d = self.d_model
