@@ -1,0 +1,192 @@
+"""The Hugging Face config.json reader against real configs (tests/fixtures/hf, sources
+in SOURCES.md): each loads to the same parameter count and KV bytes per token as the
+catalog entry for the same model, within the catalog's published-count rule, and bad
+input fails with an InputError that names the field, the key and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from napkin import catalog
+from napkin.catalog.hf import load_config
+from napkin.errors import InputError
+from tests.test_catalog import kv_bytes_bf16, param_tolerance
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+
+# fixture folder -> (catalog key, attention kind)
+CASES = {
+    "llama-3.1-8b": ("llama-3.1-8b", "gqa"),
+    "llama-3.2-3b": ("llama-3.2-3b", "gqa"),
+    "mistral-7b-v0.1": ("mistral-7b", "gqa"),
+    "mixtral-8x7b-v0.1": ("mixtral-8x7b", "gqa"),
+    "qwen2.5-7b": ("qwen2.5-7b", "gqa"),
+    "gemma-2-9b-it": ("gemma-2-9b", "gqa"),
+    "deepseek-v3": ("deepseek-v3", "mla"),
+    "gpt2": ("gpt2", "mha"),
+}
+
+
+def test_every_fixture_is_covered():
+    assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == set(CASES)
+
+
+@pytest.mark.parametrize("folder", sorted(CASES))
+def test_fixture_matches_catalog(folder):
+    key, kind = CASES[folder]
+    spec = load_config(str(FIXTURES / folder / "config.json"))
+    ref = catalog.models()[key]
+    assert spec.attention == kind
+    assert spec.hf_model_type == ref.hf_model_type
+    assert spec.params == ref.params
+    assert spec.active_params == ref.active_params
+    assert spec.kv_bytes_per_token(2.0) == ref.kv_bytes_per_token(2.0) == kv_bytes_bf16(spec)
+    assert abs(spec.params / ref.published_params - 1) <= param_tolerance(ref)
+
+
+@pytest.mark.parametrize("folder", sorted(CASES))
+def test_folder_path_reads_its_config(folder):
+    by_file = load_config(str(FIXTURES / folder / "config.json"))
+    by_folder = load_config(str(FIXTURES / folder))
+    assert by_folder == by_file
+    assert catalog.model(str(FIXTURES / folder)).params == by_file.params
+
+
+def test_family_specifics():
+    assert load_config(str(FIXTURES / "qwen2.5-7b")).qkv_bias  # no config key, always biased
+    gemma = load_config(str(FIXTURES / "gemma-2-9b-it"))
+    assert gemma.norms_per_layer == 4 and gemma.tied_embeddings and gemma.head_dim == 256
+    gpt2 = load_config(str(FIXTURES / "gpt2"))
+    assert gpt2.position == "learned" and gpt2.linear_bias and gpt2.d_ff == 4 * 768
+    v3 = load_config(str(FIXTURES / "deepseek-v3"))
+    assert (v3.n_experts, v3.n_active_experts, v3.n_shared_experts, v3.n_dense_layers) == (256, 8, 1, 3)
+    assert "multi-token-prediction" in v3.note
+    assert load_config(str(FIXTURES / "mixtral-8x7b-v0.1")).n_experts == 8
+
+
+# ------------------------------------------------------------------------ bad input
+def _write(tmp_path: Path, cfg: dict | str) -> str:
+    p = tmp_path / "config.json"
+    p.write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return str(p)
+
+
+def _llama(**changes) -> dict:
+    cfg = json.loads((FIXTURES / "llama-3.1-8b" / "config.json").read_text())
+    for k, v in changes.items():
+        if v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError) as e:
+        load_config(str(tmp_path / "nope" / "config.json"), field="model")
+    assert e.value.field == "model"
+    assert "nope" in str(e.value) and "config.json" in str(e.value)
+
+
+def test_folder_without_config(tmp_path):
+    with pytest.raises(InputError, match="folder holding one"):
+        load_config(str(tmp_path))
+
+
+def test_bad_json(tmp_path):
+    path = _write(tmp_path, '{"model_type": "llama",\n  "hidden_size": 4096,,}')
+    with pytest.raises(InputError) as e:
+        load_config(path)
+    assert "not valid JSON" in str(e.value) and "line 2" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_json_not_an_object(tmp_path):
+    with pytest.raises(InputError, match="not a JSON object"):
+        load_config(_write(tmp_path, "[1, 2, 3]"))
+
+
+def test_unknown_model_type(tmp_path):
+    with pytest.raises(InputError) as e:
+        load_config(_write(tmp_path, _llama(model_type="bert")), field="--model")
+    msg = str(e.value)
+    assert e.value.field == "--model" and "model_type" in msg and "bert" in msg and "llama" in msg
+
+
+def test_missing_model_type(tmp_path):
+    with pytest.raises(InputError, match="'model_type'"):
+        load_config(_write(tmp_path, _llama(model_type=None)))
+
+
+@pytest.mark.parametrize("key", ["num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size"])
+def test_missing_key_is_named(tmp_path, key):
+    path = _write(tmp_path, _llama(**{key: None}))
+    with pytest.raises(InputError) as e:
+        load_config(path)
+    msg = str(e.value)
+    assert e.value.field == "model" and repr(key) in msg and path in msg and "add" in msg
+    assert "\n" not in msg
+
+
+def test_missing_key_deepseek(tmp_path):
+    cfg = json.loads((FIXTURES / "deepseek-v3" / "config.json").read_text())
+    del cfg["kv_lora_rank"]
+    with pytest.raises(InputError, match="'kv_lora_rank'"):
+        load_config(_write(tmp_path, cfg))
+
+
+@pytest.mark.parametrize("value", [-1, 0, "4096", 40.5, True])
+def test_bad_value_is_named(tmp_path, value):
+    with pytest.raises(InputError) as e:
+        load_config(_write(tmp_path, _llama(hidden_size=value)))
+    assert "'hidden_size'" in str(e.value) and "positive integer" in str(e.value)
+
+
+def test_kv_heads_must_divide_heads(tmp_path):
+    with pytest.raises(InputError, match="num_key_value_heads"):
+        load_config(_write(tmp_path, _llama(num_key_value_heads=5)))
+
+
+def test_llama_without_kv_heads_is_mha_with_a_note(tmp_path):
+    spec = load_config(_write(tmp_path, _llama(num_key_value_heads=None)))
+    assert spec.attention == "mha" and spec.n_kv_heads == spec.n_heads == 32
+    assert "num_key_value_heads is absent" in spec.note and "GQA" in spec.note
+
+
+def test_absent_tie_uses_family_default(tmp_path):
+    gemma = json.loads((FIXTURES / "gemma-2-9b-it" / "config.json").read_text())
+    assert "tie_word_embeddings" not in gemma  # Gemma 2's file relies on the default
+    llama = load_config(_write(tmp_path, _llama(tie_word_embeddings=None)))
+    assert not llama.tied_embeddings
+
+
+def test_mqa_from_one_kv_head(tmp_path):
+    assert load_config(_write(tmp_path, _llama(num_key_value_heads=1))).attention == "mqa"
+
+
+def test_deepseek_v2_lite_without_q_lora(tmp_path):
+    """MLA with q_lora_rank null (queries projected directly): the sizing keys of
+    deepseek-ai/DeepSeek-V2-Lite's config.json give its published 15.7B total and, less
+    the 0.21B input embedding, its 2.4B activated (DeepSeek-V2 paper, arXiv:2405.04434)."""
+    cfg = {"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944, "kv_lora_rank": 512,
+           "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts_per_tok": 6,
+           "num_hidden_layers": 27, "first_k_dense_replace": 1, "moe_layer_freq": 1, "q_lora_rank": None,
+           "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
+           "tie_word_embeddings": False}
+    spec = load_config(_write(tmp_path, cfg))
+    assert spec.attention == "mla" and spec.q_lora_rank == 0
+    assert spec.params == pytest.approx(15.7e9, rel=0.005)
+    assert spec.active_params - spec.vocab_size * spec.d_model == pytest.approx(2.4e9, rel=0.03)
+    assert spec.kv_bytes_per_token(2.0) == 27 * (512 + 64) * 2
+
+
+def test_moe_layer_freq_other_than_one_is_refused(tmp_path):
+    cfg = json.loads((FIXTURES / "deepseek-v3" / "config.json").read_text())
+    cfg["moe_layer_freq"] = 2
+    with pytest.raises(InputError, match="moe_layer_freq"):
+        load_config(_write(tmp_path, cfg))
