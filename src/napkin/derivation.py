@@ -153,7 +153,7 @@ class Report:
         out = []
         for k, v in self.results.items():
             if isinstance(v, (list, dict)):
-                out.append((k, _fmt_nested(v)))
+                out.append((k, _fmt_nested(v, self.units.get(k))))
             else:
                 out.append((k, units.fmt_auto(v, self.units.get(k))))
         return out
@@ -253,11 +253,12 @@ def _fmt_value(v: Any) -> str:
     return units.fmt_auto(v, None)
 
 
-def _fmt_nested(v: Any) -> str:
+def _fmt_nested(v: Any, kind: str | None = None) -> str:
+    """A list or dict result on one line; numbers in it take the key's unit kind, if one was given."""
     if isinstance(v, dict):
-        return ", ".join(f"{k}: {_fmt_nested(x)}" for k, x in v.items())
+        return ", ".join(f"{k}: {_fmt_nested(x, kind)}" for k, x in v.items())
     if isinstance(v, list):
         if len(v) > 6:
             return f"[{len(v)} items]"
-        return "[" + ", ".join(_fmt_nested(x) for x in v) + "]"
-    return units.fmt_auto(v, None)
+        return "[" + ", ".join(_fmt_nested(x, kind) for x in v) + "]"
+    return units.fmt_auto(v, kind)
