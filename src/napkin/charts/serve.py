@@ -1,0 +1,178 @@
+"""Serving charts as Vega-Lite specs: the decode roofline with its operating point, memory per
+GPU, the optimisation waterfall and the planner's Pareto front.
+
+Each builder reads only a report's JSON (``to_dict()``), so the web page can redraw the
+same chart from the API's answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from napkin.errors import InputError
+from napkin.units import GIGA, TERA
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+
+
+def _d(report: Any) -> dict:
+    return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+
+
+def roofline_chart(report: Any) -> dict:
+    """Attainable TFLOP/s against FLOP per byte, with the decode step and the prefill marked."""
+    d = _d(report)
+    peak = float(d["dense_flops_per_s"])
+    bw = float(d["memory_bytes_per_s"])
+    ridge = peak / bw
+    decode_i = float(d["decode_step_flops"]) / float(d["decode_step_bytes"])
+    prefill_i = float(d["prefill_flops"]) / float(d["weights_bytes"])
+    lo = min(ridge / 1000, decode_i / 4)
+    hi = max(ridge * 30, prefill_i * 4)
+    roof = [{"intensity": x, "tflops": min(peak, x * bw) / TERA} for x in (lo, ridge, hi)]
+    points = [
+        {"intensity": decode_i, "tflops": min(peak, decode_i * bw) / TERA,
+         "label": f"decode, batch {d.get('batch')}: {decode_i:,.3g} FLOP/B ({d.get('bound')})"},
+        {"intensity": prefill_i, "tflops": min(peak, prefill_i * bw) / TERA,
+         "label": f"prefill: {prefill_i:,.3g} FLOP/B"},
+    ]
+    x = {"field": "intensity", "type": "quantitative", "scale": {"type": "log"},
+         "title": "arithmetic intensity (FLOP per byte of weights and KV)"}
+    y = {"field": "tflops", "type": "quantitative", "scale": {"type": "log"}, "title": "attainable TFLOP/s per GPU"}
+    return {
+        "$schema": SCHEMA, "title": f"Decode on the roofline: {d.get('model')} on {d.get('gpu')}",
+        "width": 520, "height": 300,
+        "layer": [
+            {"data": {"values": roof}, "mark": {"type": "line", "color": "#4c78a8", "strokeWidth": 2},
+             "encoding": {"x": x, "y": y}},
+            {"data": {"values": [{"intensity": ridge, "tflops": peak / TERA, "label": f"ridge {ridge:,.0f} FLOP/B"}]},
+             "layer": [{"mark": {"type": "rule", "strokeDash": [4, 3], "color": "#888"},
+                        "encoding": {"x": {"field": "intensity", "type": "quantitative"}}},
+                       {"mark": {"type": "text", "align": "left", "dx": 4, "dy": 12},
+                        "encoding": {"x": {"field": "intensity", "type": "quantitative"},
+                                     "y": {"field": "tflops", "type": "quantitative"}, "text": {"field": "label"}}}]},
+            {"data": {"values": points},
+             "layer": [{"mark": {"type": "point", "filled": True, "size": 110, "color": "#e45756"},
+                        "encoding": {"x": {"field": "intensity", "type": "quantitative"},
+                                     "y": {"field": "tflops", "type": "quantitative"},
+                                     "tooltip": [{"field": "label", "type": "nominal"}]}},
+                       {"mark": {"type": "text", "align": "left", "dx": 8, "dy": -8, "color": "#e45756"},
+                        "encoding": {"x": {"field": "intensity", "type": "quantitative"},
+                                     "y": {"field": "tflops", "type": "quantitative"}, "text": {"field": "label"}}}]},
+        ],
+    }
+
+
+def memory_chart(report: Any) -> dict:
+    """One bar per GPU: weights, KV cache and what is left of the usable memory."""
+    d = _d(report)
+    w = float(d["weights_bytes_per_gpu"])
+    kv = float(d["kv_bytes_per_gpu"])
+    usable = float(d["usable_bytes_per_gpu"])
+    parts = [("weights", w), ("KV cache", kv)]
+    if d.get("draft_weights_bytes"):
+        parts.append(("draft", float(d["needed_bytes_per_gpu"]) - w - kv))
+    parts.append(("free", max(usable - float(d["needed_bytes_per_gpu"]), 0.0)))
+    values = [{"part": p, "gb": b / GIGA, "order": i} for i, (p, b) in enumerate(parts)]
+    return {
+        "$schema": SCHEMA, "title": f"Memory per GPU ({'fits' if d.get('fits') else 'does not fit'})",
+        "width": 520, "height": 80, "data": {"values": values},
+        "layer": [
+            {"mark": "bar", "encoding": {
+                "x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": "GB per GPU"},
+                "color": {"field": "part", "type": "nominal", "sort": [p for p, _ in parts],
+                          "scale": {"range": ["#4c78a8", "#f58518", "#72b7b2", "#e0e0e0"]}},
+                "order": {"field": "order"},
+                "tooltip": [{"field": "part"}, {"field": "gb", "format": ",.1f", "title": "GB"}]}},
+            {"data": {"values": [{"gb": usable / GIGA}]}, "mark": {"type": "rule", "color": "#e45756"},
+             "encoding": {"x": {"field": "gb", "type": "quantitative"}}},
+        ],
+    }
+
+
+def waterfall_chart(report: Any) -> dict:
+    """Tokens/s after each change, as a waterfall: each bar rises (or falls) from the previous level."""
+    d = _d(report)
+    rows = d["waterfall"]
+    values = []
+    prev = 0.0
+    for i, row in enumerate(rows):
+        tps = float(row["tokens_per_s"])
+        start = 0.0 if i == 0 else prev
+        values.append({"step": row["step"], "order": i, "start": start, "end": tps,
+                       "change": "baseline" if i == 0 else ("gain" if tps >= prev else "loss"),
+                       "binds": row["binds"], "tokens_per_s": tps,
+                       "usd": row.get("usd_per_million_output_tokens")})
+        prev = tps
+    x = {"field": "step", "type": "nominal", "sort": [v["step"] for v in values], "title": None,
+         "axis": {"labelAngle": -20}}
+    return {
+        "$schema": SCHEMA, "title": "Optimisation waterfall: output tokens/s per replica",
+        "width": 560, "height": 300, "data": {"values": values},
+        "layer": [
+            {"mark": {"type": "bar", "width": {"band": 0.7}}, "encoding": {
+                "x": x,
+                "y": {"field": "start", "type": "quantitative", "title": "tokens/s"},
+                "y2": {"field": "end"},
+                "color": {"field": "change", "type": "nominal",
+                          "scale": {"domain": ["baseline", "gain", "loss"],
+                                    "range": ["#4c78a8", "#54a24b", "#e45756"]}},
+                "tooltip": [{"field": "step"}, {"field": "tokens_per_s", "format": ",.0f"},
+                            {"field": "binds"}, {"field": "usd", "format": "$.3f", "title": "$/M output"}]}},
+            {"mark": {"type": "text", "dy": -8}, "encoding": {
+                "x": x, "y": {"field": "end", "type": "quantitative"}, "text": {"field": "binds"}}},
+        ],
+    }
+
+
+def pareto_chart(report: Any) -> dict:
+    """Tokens/s per GPU against tokens/s per user for every configuration that fits, front as a line."""
+    d = _d(report)
+    cloud = d.get("pareto_points", [])
+    front = d.get("pareto_front", [])
+    enc = {"x": {"field": "tokens_per_s_per_user", "type": "quantitative", "scale": {"type": "log"},
+                 "title": "tokens/s per user (1 / TPOT)"},
+           "y": {"field": "tokens_per_s_per_gpu", "type": "quantitative", "scale": {"type": "log"},
+                 "title": "tokens/s per GPU"}}
+    return {
+        "$schema": SCHEMA, "title": f"Throughput against interactivity: {d.get('model')}",
+        "width": 520, "height": 320,
+        "layer": [
+            {"data": {"values": cloud}, "mark": {"type": "point", "opacity": 0.35, "size": 20},
+             "encoding": {**enc, "color": {"field": "gpu", "type": "nominal"}}},
+            {"data": {"values": front}, "mark": {"type": "line", "point": True, "color": "#222", "interpolate": "step-after"},
+             "encoding": {**enc, "tooltip": [{"field": "gpu"}, {"field": "precision"}, {"field": "gpus"},
+                                             {"field": "tp"}, {"field": "batch"},
+                                             {"field": "tokens_per_s_per_gpu", "format": ",.0f"},
+                                             {"field": "tokens_per_s_per_user", "format": ",.1f"}]}},
+        ],
+    }
+
+
+def serve_charts(report: Any) -> dict[str, dict]:
+    """Charts of a serve report: roofline and memory, plus the waterfall when one was asked for."""
+    d = _d(report)
+    out = {"roofline": roofline_chart(d), "memory": memory_chart(d)}
+    if d.get("waterfall"):
+        out["waterfall"] = waterfall_chart(d)
+    return out
+
+
+def plan_charts(report: Any) -> dict[str, dict]:
+    d = _d(report)
+    return {"pareto": pareto_chart(d)} if d.get("pareto_front") else {}
+
+
+def write_chart(spec: dict, path: str) -> str:
+    """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise InputError("chart", path, "must end in .svg or .png")
+    import vl_convert as vlc
+
+    if suffix == ".svg":
+        Path(path).write_text(vlc.vegalite_to_svg(spec))
+    else:
+        Path(path).write_bytes(vlc.vegalite_to_png(spec))
+    return path
