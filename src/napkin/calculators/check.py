@@ -1,0 +1,325 @@
+"""``napkin check``: hold a published training cost or GPU-hour figure against 6·N·D.
+
+Seed 002's method: the compute for one run at a stated (or reference) MFU and price;
+the MFU or price that would make the claim true; a verdict that never overstates; and
+the list of what a production cost adds beyond one run's compute.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from napkin import catalog
+from napkin.calculators import Calculator
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.formulas import economics as econ
+from napkin.formulas import flops as fl
+from napkin.request import field
+from napkin.units import DAY, HOUR, format as fmt
+
+S = msgspec.Struct
+
+DEFAULT_GPU = "h100-sxm"
+REFERENCE_MFU = 0.40
+# Above this no large dense run has published a sustained MFU (Llama 3 405B: 38–43%;
+# PaLM 540B: 46%); between it and 1 a claim is implausible, above 1 impossible.
+MFU_PLAUSIBLE_MAX = 0.60
+# GPU-hours from GPUs × days agree with a claimed figure within this fraction.
+AGREE_WITHIN = 0.10
+# Seed 001's illustrative overheads (experiments 0.60 + lost 0.15 + eval 0.05 + idle 0.20)
+# double the final run's compute before data and people: a model's cost is at least that.
+PRODUCTION_MULTIPLE = 2.0
+
+VERDICTS = ("consistent", "plausible only as one final run's compute", "implausible", "inconsistent")
+
+# What a production cost adds to one run's compute (seed 002, "What that number leaves out").
+OMITTED = ["failed and abandoned runs", "ablations", "data pipeline", "post-training", "salaries"]
+
+
+# ----------------------------------------------------------------------- catalog prices
+def gpu_hour_prices() -> dict[str, dict[str, Any]]:
+    """The catalog's reference GPU-hour prices by GPU key (empty if the table is absent)."""
+    try:
+        table = catalog.table("prices")
+    except FileNotFoundError:
+        return {}
+    return {k: v for k, v in table.get("gpu_hour", {}).items()
+            if isinstance(v, dict) and "usd_per_gpu_hour" in v}
+
+
+def reference_price(gpu_key: str) -> dict[str, Any] | None:
+    """The catalog entry for this GPU's hour (usd_per_gpu_hour, date, source), or None."""
+    return gpu_hour_prices().get(gpu_key)
+
+
+def lowest_price() -> tuple[str, dict[str, Any]] | None:
+    """(gpu key, entry) of the cheapest GPU-hour in the catalog, or None."""
+    prices = gpu_hour_prices()
+    if not prices:
+        return None
+    key = min(prices, key=lambda k: float(prices[k]["usd_per_gpu_hour"]))
+    return key, prices[key]
+
+
+def _price_note(key: str, entry: dict[str, Any]) -> str:
+    date = entry.get("date", "undated")
+    return f"catalog reference for {key} ({date}; {entry.get('source', 'no source')})"
+
+
+# -------------------------------------------------------------------------------- request
+class CheckRequest(S, kw_only=True, forbid_unknown_fields=True):
+    params: Annotated[float | None, field("count", "parameters N (active parameters for MoE)", gt=0)] = None
+    model: Annotated[str | None, field("name", "catalog model (instead of --params; MoE uses its active count)")] = None
+    tokens: Annotated[float | None, field("count", "training tokens D (default: the catalog model's)", gt=0)] = None
+    claimed_usd: Annotated[float | None, field("usd", "the published cost to check", gt=0)] = None
+    claimed_gpu_hours: Annotated[float | None, field("count", "the published GPU-hours to check", gt=0)] = None
+    gpus: Annotated[int | None, field("int", "GPUs the run used (with --days)", gt=0)] = None
+    days: Annotated[float | None, field("number", "wall-clock days the GPUs ran (with --gpus)", gt=0)] = None
+    gpu: Annotated[str | None, field("name", f"accelerator (default {DEFAULT_GPU}, stated as an assumption)")] = None
+    precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
+    mfu: Annotated[float | None, field("fraction", f"MFU of the run (default {REFERENCE_MFU}, a reference)")] = None
+    goodput: Annotated[float | None, field("fraction", "fraction of paid time making progress (default 1: the most generous reading)")] = None
+    price: Annotated[float | None, field("usd_per_hour", "price of one GPU-hour (default: the catalog's)", gt=0)] = None
+
+
+# ---------------------------------------------------------------------------------- checks
+def _mfu_verdict(mfu: float, *, what: str, basis: str) -> tuple[str, str]:
+    """Verdict on an implied MFU: inconsistent above 1, implausible above 0.6."""
+    if mfu > 1.0:
+        return "inconsistent", (f"{what} MFU {mfu:.2f} {basis}: more than the GPUs' dense peak, "
+                                "so 6·N·D cannot fit in it")
+    if mfu > MFU_PLAUSIBLE_MAX:
+        return "implausible", (f"{what} MFU {mfu:.2f} {basis}: possible in principle, but no large "
+                               f"dense run has published above ~{MFU_PLAUSIBLE_MAX:.1f} "
+                               "(Llama 3 405B sustained 0.38–0.43)")
+    return "consistent", f"{what} MFU {mfu:.2f} {basis}, not above the ~{MFU_PLAUSIBLE_MAX:.1f} that large runs reach"
+
+
+def _worst(checks: list[tuple[str, str]]) -> tuple[str, str]:
+    rank = max(VERDICTS.index(v) for v, _ in checks)
+    return VERDICTS[rank], "; ".join(reason for v, reason in checks if VERDICTS.index(v) == rank)
+
+
+def run_check(req: CheckRequest) -> Report:
+    r = Report("Check", command="check")
+    checks: list[tuple[str, str]] = []
+    listed: list[str] = []  # the assumptions the verdict rests on, in words
+
+    # ---- what was given: the model, the claim, the span
+    n = None
+    if req.params is not None:
+        n = req.params
+    elif req.model is not None:
+        m = catalog.model(req.model)
+        n = m.active_params
+        if m.is_moe:
+            r.note(f"{m.name} is a mixture of experts: 6·N·D uses its {fmt(n, 'count')} active parameters, "
+                   f"not its {fmt(m.params, 'count')} total")
+    d = req.tokens
+    if d is None and req.model is not None and n is not None:
+        d = catalog.model(req.model).training_tokens or None
+        if d:
+            r.assume("tokens", d, "the catalog model's published training tokens", unit="count", basis="catalog")
+    if (n is None) != (d is None):
+        raise InputError("tokens" if d is None else "params", "nothing", "is required",
+                         "give both --params N (or --model) and --tokens D")
+    if (req.gpus is None) != (req.days is None):
+        missing = "days" if req.days is None else "gpus"
+        raise InputError(missing, "nothing", "is required with --" + ("gpus" if missing == "days" else "days"),
+                         "give both --gpus N and --days N")
+    if n is not None:
+        r.set("params", n, "count")
+        r.set("tokens", d, "count")
+    if req.claimed_usd is not None:
+        r.set("claimed_usd", req.claimed_usd, "usd")
+    if req.claimed_gpu_hours is not None:
+        r.set("claimed_gpu_hours", req.claimed_gpu_hours, "count")
+
+    # ---- GPU-hours from GPUs × days, and their agreement with a claimed figure
+    span_hours = None
+    if req.gpus is not None and req.days is not None:
+        r.set("gpus", req.gpus, "count")
+        r.set("wall_s", req.days * DAY, "seconds")
+        span_hours = r.step("gpu_hours_from_span", "GPUs · days · 24 h",
+                            value=econ.gpu_hours_from_span(req.gpus, seconds=req.days * DAY), unit="count",
+                            GPUs=req.gpus, days=req.days)
+        listed.append(f"{req.gpus:,} GPUs allocated for all {req.days:g} days")
+    if span_hours is not None and req.claimed_gpu_hours is not None:
+        ratio = r.step("claimed_over_span", "claimed_gpu_hours / gpu_hours_from_span",
+                       value=req.claimed_gpu_hours / span_hours, unit="number",
+                       claimed_gpu_hours=(req.claimed_gpu_hours, "count"), gpu_hours_from_span=(span_hours, "count"))
+        agree = abs(ratio - 1.0) <= AGREE_WITHIN
+        r.set("gpu_hours_agree", agree)
+        listed.append(f"agreement within {AGREE_WITHIN:.0%}")
+        if agree:
+            checks.append(("consistent", f"the claimed GPU-hours are {ratio:.2f}× GPUs × days"))
+        elif ratio > 1:
+            checks.append(("inconsistent",
+                           f"the claimed GPU-hours are {ratio:.2f}× what {req.gpus:,} GPUs supply in {req.days:g} "
+                           "days: the two figures cannot describe the same span of one run (the run was longer, "
+                           "or used more GPUs, than stated)"))
+        else:
+            checks.append(("consistent",
+                           f"the claimed GPU-hours are {ratio:.2f}× GPUs × days: possible if GPUs sat idle or "
+                           "the run took part of the span"))
+
+    if n is None:
+        if span_hours is None or req.claimed_gpu_hours is None:
+            raise InputError("params", "nothing", "is required to check a cost",
+                             "give --params N and --tokens D, or --gpus N --days N --claimed-gpu-hours H")
+        if req.claimed_usd is not None:
+            raise InputError("params", "nothing", "is required to check --claimed-usd",
+                             "give --params N and --tokens D")
+    else:
+        g = catalog.gpu(req.gpu or DEFAULT_GPU)
+        if req.gpu is None:
+            r.assume("gpu", g.key, "no --gpu given: the reference accelerator", basis="assumed")
+        r.set("gpu", g.key)
+        c = r.step("train_flops", "6 · N · D", value=fl.train_flops(n, n_tokens=d), unit="flops",
+                   N=(n, "count"), D=(d, "count"))
+        peak = g.peak(req.precision)
+        r.assume("dense_flops_per_s", peak, f"{g.name} dense {req.precision} peak ({g.source})",
+                 unit="flops_per_s", basis="catalog")
+        listed.append(f"{g.name} dense {req.precision} peak {fmt(peak, 'flops_per_s')}")
+        mfu = req.mfu if req.mfu is not None else REFERENCE_MFU
+        if req.mfu is None:
+            r.assume("mfu", mfu, "reference MFU of a large dense run (Llama 3 405B: 0.38–0.43), not the claim's own",
+                     unit="fraction", basis="reference")
+        else:
+            r.assume("mfu", mfu, "given", unit="fraction", basis="given")
+        goodput = req.goodput if req.goodput is not None else 1.0
+        if req.goodput is None:
+            r.assume("goodput", goodput, "every paid hour makes progress: the most generous reading of a claim",
+                     unit="fraction", basis="assumed")
+        else:
+            r.assume("goodput", goodput, "given", unit="fraction", basis="given")
+            listed.append(f"goodput {goodput:.2f}")
+        if goodput == 1.0:
+            listed.append("every paid hour productive (goodput 1)")
+
+        price = req.price
+        price_basis = "given"
+        if price is None:
+            ref = reference_price(g.key)
+            if ref is not None:
+                price = float(ref["usd_per_gpu_hour"])
+                price_basis = "catalog"
+                r.assume("price", price, _price_note(g.key, ref), unit="usd_per_hour", basis="catalog")
+        else:
+            r.assume("price", price, "given", unit="usd_per_hour", basis="given")
+
+        gh = r.step("gpu_hours_at_mfu", "C / (peak · MFU · goodput · 3600 s/h)",
+                    value=econ.gpu_hours_for_flops(c, dense_flops_per_s=peak, mfu=mfu, goodput=goodput),
+                    unit="count", C=(c, "flops"), peak=(peak, "flops_per_s"), MFU=mfu, goodput=goodput)
+        compute_usd = None
+        if price is not None:
+            compute_usd = r.step("compute_usd", "gpu_hours_at_mfu · price", value=gh * price, unit="usd",
+                                 price=(price, "usd_per_hour"))
+
+        hours = req.claimed_gpu_hours if req.claimed_gpu_hours is not None else span_hours
+        if hours is not None:
+            source = "claimed_gpu_hours" if req.claimed_gpu_hours is not None else "gpu_hours_from_span"
+            what = "the claimed GPU-hours need" if req.claimed_gpu_hours is not None else "GPUs × days need"
+            imfu = r.step("implied_mfu", f"C / ({source} · 3600 s/h · peak · goodput)",
+                          value=econ.implied_mfu(c, gpu_hours=hours, dense_flops_per_s=peak, goodput=goodput),
+                          unit="fraction", C=(c, "flops"), gpu_hours=(hours, "count"), peak=(peak, "flops_per_s"),
+                          goodput=goodput)
+            checks.append(_mfu_verdict(imfu, what=what, basis=f"on {g.name} at {req.precision}"))
+            if imfu < 0.2:
+                r.note(f"implied MFU {imfu:.2f} is low: the hours cover more than this run's 6·N·D "
+                       "(other runs, idle capacity, long restarts) or the run was inefficient")
+            if price is not None:
+                r.step("implied_usd", f"{source} · price", value=hours * price, unit="usd",
+                       price=(price, "usd_per_hour"))
+                listed.append(f"price {fmt(price, 'usd_per_hour')} ({price_basis})")
+            if req.claimed_usd is not None:
+                r.step("implied_usd_per_gpu_hour", f"claimed_usd / {source}",
+                       value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=hours), unit="usd_per_hour")
+        elif req.claimed_usd is not None:
+            r.step("implied_usd_per_gpu_hour", "claimed_usd / gpu_hours_at_mfu",
+                   value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=gh), unit="usd_per_hour",
+                   claimed_usd=(req.claimed_usd, "usd"), MFU=mfu)
+            # the verdict's price: the one given, else the cheapest hour in the catalog (generous)
+            if req.price is not None:
+                vprice, vbasis = req.price, f"at {fmt(req.price, 'usd_per_hour')} (given)"
+            else:
+                low = lowest_price()
+                if low is None:
+                    raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
+                                     "give --price 2.50/h")
+                low_key, low_entry = low
+                vprice = float(low_entry["usd_per_gpu_hour"])
+                vbasis = f"at {fmt(vprice, 'usd_per_hour')}, the cheapest hour in the catalog ({low_key})"
+                r.assume("verdict_price", vprice, "the lowest catalog GPU-hour price, so the verdict never "
+                         "overstates: " + _price_note(low_key, low_entry), unit="usd_per_hour", basis="catalog")
+            listed.append(f"price {vbasis.removeprefix('at ')}")
+            claim_hours = r.step("implied_gpu_hours", "claimed_usd / verdict price",
+                                 value=req.claimed_usd / vprice, unit="count",
+                                 claimed_usd=(req.claimed_usd, "usd"), price=(vprice, "usd_per_hour"))
+            imfu = r.step("implied_mfu", "C / (implied_gpu_hours · 3600 s/h · peak · goodput)",
+                          value=econ.implied_mfu(c, gpu_hours=claim_hours, dense_flops_per_s=peak, goodput=goodput),
+                          unit="fraction", C=(c, "flops"), peak=(peak, "flops_per_s"), goodput=goodput)
+            if price is not None and price != vprice:
+                r.step("implied_mfu_at_price", "implied_mfu · price / verdict price", value=imfu * price / vprice,
+                       unit="fraction", price=(price, "usd_per_hour"), verdict_price=(vprice, "usd_per_hour"))
+            verdict, reason = _mfu_verdict(imfu, what="the claimed cost needs", basis=f"{vbasis} on {g.name}")
+            low = lowest_price()
+            if verdict != "consistent" and req.price is not None and low is not None \
+                    and float(low[1]["usd_per_gpu_hour"]) < req.price:
+                lp = float(low[1]["usd_per_gpu_hour"])
+                reason += (f" (at the catalog's cheapest hour, {fmt(lp, 'usd_per_hour')} for {low[0]}, it would "
+                           f"need MFU {imfu * lp / req.price:.2f})")
+            if verdict == "consistent":
+                basis_usd = compute_usd if compute_usd is not None else gh * vprice
+                multiple = req.claimed_usd / basis_usd
+                r.step("claimed_over_compute", "claimed_usd / compute of one run at MFU", value=multiple,
+                       unit="number", compute=(basis_usd, "usd"), MFU=mfu)
+                listed.append(f"MFU {mfu:.2f} ({'given' if req.mfu is not None else 'reference'})")
+                if multiple >= PRODUCTION_MULTIPLE:
+                    reason = (f"the claim is {multiple:.1f}× one run's compute at MFU {mfu:.2f}: room for the "
+                              f"experiments and lost work that at least double it (seed 001)")
+                else:
+                    verdict = "plausible only as one final run's compute"
+                    reason = (f"{reason}, but it is {multiple:.2f}× one run's compute at MFU {mfu:.2f}: "
+                              "it leaves nothing for what a production cost adds (see omitted)")
+            elif compute_usd is not None:
+                reason += (f"; one run at MFU {mfu:.2f} and {fmt(price, 'usd_per_hour')} costs "
+                           f"{fmt(compute_usd, 'usd')}")
+            checks.append((verdict, reason))
+
+    if not checks:
+        raise InputError("claimed_usd", "nothing", "is required: there is no claim to check",
+                         "give --claimed-usd, --claimed-gpu-hours, or --gpus and --days")
+    verdict, reason = _worst(checks)
+    r.set("verdict", verdict)
+    r.set("verdict_reason", reason)
+    r.set("verdict_assumptions", listed)
+    r.set("omitted", list(OMITTED))
+    r.title = _title(n, d, req)
+    return r
+
+
+def _title(n: float | None, d: float | None, req: CheckRequest) -> str:
+    parts = []
+    if n is not None and d is not None:
+        parts.append(f"{fmt(n, 'count')} params on {fmt(d, 'count')} tokens")
+    if req.gpus is not None and req.days is not None:
+        parts.append(f"{req.gpus:,} GPUs for {req.days:g} days")
+    claims = []
+    if req.claimed_usd is not None:
+        claims.append(fmt(req.claimed_usd, "usd"))
+    if req.claimed_gpu_hours is not None:
+        claims.append(f"{fmt(req.claimed_gpu_hours, 'count')} GPU-hours")
+    head = "Check: " + ", ".join(parts)
+    return head + (f"; claimed {' and '.join(claims)}" if claims else "")
+
+
+CHECK = Calculator(
+    "check", CheckRequest, run_check, "Check a claim",
+    "Check a published training cost or GPU-hour figure against 6·N·D: implied MFU and price, and a verdict.",
+    establishes="whether a published figure can be one run's compute, and the MFU or price it implies",
+    needs_measuring="the run's own MFU, goodput and price, which only its authors know",
+)

@@ -1,0 +1,120 @@
+"""Money beyond the final run: the loaded GPU-hour, the useful spot hour, amortisation
+over served tokens, and what a published claim implies about MFU and price.
+
+Every function takes floats or numpy arrays (no ``if`` on values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from napkin.units import HOUR, KWH_J, MILLION, YEAR
+
+HOURS_PER_YEAR = YEAR / HOUR  # 8,760
+
+
+# ------------------------------------------------------------------ the loaded GPU-hour
+def capital_usd_per_hour(capex_usd: Any, *, years: Any, residual_fraction: Any = 0.0) -> Any:
+    """capital/h = capex · (1 − residual) / (years · 8,760 h)
+
+    Straight-line depreciation over every calendar hour of the GPU's life.
+    Trap: spreading capex over the hours the GPU is busy only, or over a life longer
+    than the part stays competitive (3–5 years is usual); no cost of capital is included.
+    Source: seed 001, "The fully loaded GPU-hour ... built from capital, power and facility".
+    """
+    return capex_usd * (1.0 - residual_fraction) / (years * HOURS_PER_YEAR)
+
+
+def power_usd_per_hour(watts: Any, *, pue: Any, usd_per_kwh: Any) -> Any:
+    """power/h = watts · 1 h / 3.6e6 J/kWh · PUE · $/kWh
+
+    PUE (power usage effectiveness) scales the GPU's draw to the facility's, cooling included.
+    Trap: the GPU's TDP alone; the host (CPUs, NICs, fans) adds roughly as much again per
+    GPU in a server, and cooling adds PUE − 1 on top.
+    Source: seed 003 (16,384 H100s ≈ 11.5 MW of GPUs before cooling); the Green Grid's PUE.
+    """
+    return watts * HOUR / KWH_J * pue * usd_per_kwh
+
+
+def per_year_usd_per_hour(usd_per_year: Any) -> Any:
+    """cost/h = usd_per_gpu_year / 8,760 h
+
+    Facility, networking, support, storage: yearly costs per GPU spread over every hour.
+    Trap: leaving them out; list prices without them understate the loaded hour.
+    Source: seed 001, failure mode "List price instead of loaded price".
+    """
+    return usd_per_year / HOURS_PER_YEAR
+
+
+def loaded_usd_per_gpu_hour(usd_per_calendar_hour: Any, *, utilization: Any) -> Any:
+    """usd_per_used_hour = usd_per_calendar_hour / utilisation
+
+    The fleet is paid for every hour of the year; only the used hours carry work.
+    Trap: pricing a used hour at the calendar rate; at 80% utilisation every useful
+    hour costs 25% more.
+    Source: seed 001, "Capacity you hold but do not use"; seed 004 (cost at a utilisation).
+    """
+    return usd_per_calendar_hour / utilization
+
+
+def useful_usd_per_hour(usd_per_hour: Any, *, goodput: Any) -> Any:
+    """useful $/h = price / goodput
+
+    Preemptible capacity is cheaper per hour but loses work to preemptions and restarts;
+    the hour that makes progress is what a run buys.
+    Trap: comparing a spot list price with an on-demand one directly.
+    Source: seed 001, "If you train on preemptible capacity, the price is lower but goodput falls".
+    """
+    return usd_per_hour / goodput
+
+
+# --------------------------------------------------------------------------- amortisation
+def amortised_usd_per_million(training_usd: Any, *, served_tokens: Any) -> Any:
+    """amortised $/M served = loaded training cost / served tokens · 1e6
+
+    Trap: amortising the marginal (final-run) cost; the loaded figure is what was spent.
+    Source: seed 001 ($387,679 over 500B served tokens: $0.78/M; over 50T: under a cent).
+    """
+    return training_usd / served_tokens * MILLION
+
+
+# -------------------------------------------------------------------------- checking claims
+def gpu_hours_for_flops(train_flops: Any, *, dense_flops_per_s: Any, mfu: Any, goodput: Any = 1.0) -> Any:
+    """gpu_hours = C / (peak · MFU · goodput · 3600)
+
+    Trap: a sparse or wrong-precision peak, which makes the hours look half as many.
+    Source: seed 001, gpu_hours = tokens / (peak · mfu · goodput / 6N) / 3600.
+    """
+    return train_flops / (dense_flops_per_s * mfu * goodput * HOUR)
+
+
+def gpu_hours_from_span(n_gpus: Any, *, seconds: Any) -> Any:
+    """gpu_hours = GPUs · wall seconds / 3600
+
+    Trap: allocated GPUs are paid for whether or not each one is busy.
+    Source: seed 003 (16,384 H100s for 54 days).
+    """
+    return n_gpus * seconds / HOUR
+
+
+def implied_mfu(train_flops: Any, *, gpu_hours: Any, dense_flops_per_s: Any, goodput: Any = 1.0) -> Any:
+    """MFU_implied = C / (gpu_hours · 3600 · peak · goodput)
+
+    The MFU the claimed hours would need while the job makes progress. With goodput 1
+    it is the average over every paid hour, restarts included: a lower bound on the
+    MFU of the running job.
+    Trap: above 1 the claim is impossible at that peak; above ~0.6 nobody has published
+    a large dense run sustaining it (Llama 3 405B: 38–43%).
+    Source: seed 002 ("check whether the number is consistent with 6ND"); seed 004 MFU.
+    """
+    return train_flops / (gpu_hours * HOUR * dense_flops_per_s * goodput)
+
+
+def implied_usd_per_gpu_hour(claimed_usd: Any, *, gpu_hours: Any) -> Any:
+    """price_implied = claimed_usd / gpu_hours
+
+    Trap: comparing it with an on-demand list price; owned or reserved capacity is cheaper
+    per hour and a loaded price is dearer.
+    Source: seed 002, cloud rental "a few dollars per accelerator-hour".
+    """
+    return claimed_usd / gpu_hours
