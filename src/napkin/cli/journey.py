@@ -1,0 +1,186 @@
+"""`napkin journey`, `napkin card` and `napkin tokens`: one prompt end to end, its card, token counts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from napkin.cli.common import calculator_command
+from napkin.errors import InputError
+
+
+def _write(path: str, text: str | bytes) -> None:
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("output", path, "is a directory", "give a file name such as out.html")
+    if not p.parent.exists():
+        raise InputError("output", path, "is in a folder that does not exist", f"create {p.parent} first")
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {path}", err=True)
+
+
+def _chart_bytes(spec: dict, path: str, field: str) -> bytes | str:
+    """SVG or PNG of a Vega-Lite spec, by the file's extension."""
+    ext = Path(path).suffix.lower()
+    if ext not in (".svg", ".png"):
+        raise InputError(field, path, "must end in .svg or .png")
+    try:
+        import vl_convert as vlc
+    except ImportError:
+        raise InputError(field, path, "needs vl-convert-python", "pip install 'llm-napkin[charts]'") from None
+    if ext == ".svg":
+        return vlc.vegalite_to_svg(spec)
+    return vlc.vegalite_to_png(spec, scale=2)
+
+
+def _svg_or_none(spec: dict) -> str | None:
+    try:
+        import vl_convert as vlc
+    except ImportError:
+        return None
+    return vlc.vegalite_to_svg(spec)
+
+
+def _print(text_fn: Any, rich_fn: Any, d: dict) -> None:
+    if sys.stdout.isatty():
+        rich_fn(d)
+    else:
+        click.echo(text_fn(d))
+
+
+# --------------------------------------------------------------------------------- journey
+def _after_journey(report: Any, req: Any, params: dict) -> Any:
+    from napkin import render_doc
+    from napkin.calculators.card import build_card
+    from napkin.charts.journey import ladder_spec
+
+    if params.get("chart") and Path(params["chart"]).suffix.lower() not in (".svg", ".png"):
+        raise InputError("chart", params["chart"], "must end in .svg or .png")
+    d = render_doc.data(report)
+    card = None
+    if params.get("html_out") or params.get("markdown_out"):
+        card = render_doc.data(build_card(report))
+    if params.get("html_out"):
+        _write(params["html_out"], render_doc.journey_html(d, card, _svg_or_none(ladder_spec(report))))
+    if params.get("markdown_out"):
+        _write(params["markdown_out"], render_doc.journey_markdown(d, card))
+    if params.get("chart"):
+        _write(params["chart"], _chart_bytes(ladder_spec(report), params["chart"], "chart"))
+    if params.get("as_json"):
+        return None
+    _print(render_doc.journey_text, render_doc.print_journey_rich, d)
+    if params.get("explain"):
+        click.echo("")
+        click.echo(report.explain())
+    return False
+
+
+_DOC_OPTIONS = [
+    click.Option(["--html", "html_out"], metavar="FILE.html", help="Write a page to read start to finish."),
+    click.Option(["--markdown", "markdown_out"], metavar="FILE.md", help="Write the same page as Markdown."),
+]
+
+journey = calculator_command(
+    "journey",
+    extra=_DOC_OPTIONS + [click.Option(["--chart"], metavar="FILE.svg|png",
+                                       help="Write the FLOPs ladder, one MAC to the training run.")],
+    after=_after_journey,
+    help="One prompt through a model, rung by rung (tokens, weights, memory wall, prefill, decode, bill, "
+         "training debt), with a running FLOPs meter.",
+)
+
+
+# ------------------------------------------------------------------------------------ card
+def _after_card(report: Any, req: Any, params: dict) -> Any:
+    from napkin import render_doc
+    from napkin.charts.journey import card_spec
+
+    if params.get("png") and Path(params["png"]).suffix.lower() != ".png":
+        raise InputError("png", params["png"], "must end in .png")
+    d = render_doc.data(report)
+    if params.get("html_out"):
+        _write(params["html_out"], render_doc.card_html(d))
+    if params.get("markdown_out"):
+        _write(params["markdown_out"], render_doc.card_markdown(d))
+    if params.get("png"):
+        _write(params["png"], _chart_bytes(card_spec(d["rows"], d["title"]), params["png"], "png"))
+    if params.get("as_json"):
+        return None
+    _print(render_doc.card_text, render_doc.print_card_rich, d)
+    if params.get("explain"):
+        click.echo("")
+        click.echo(report.explain())
+    return False
+
+
+card = calculator_command(
+    "card",
+    extra=[click.Option(["--markdown", "markdown_out"], metavar="FILE.md", help="Write the card as Markdown."),
+           click.Option(["--html", "html_out"], metavar="FILE.html", help="Write the card as an HTML page."),
+           click.Option(["--png"], metavar="FILE.png", help="Write the card as a picture.")],
+    after=_after_card,
+    help="The numbers every AI engineer should know, computed for a model and accelerator, each with its "
+         "formula and the journey rung where it was earned.",
+)
+
+
+# ---------------------------------------------------------------------------------- tokens
+def tokens_table(d: dict) -> str:
+    """The comparison table of several files, plain text."""
+    head = ["file", "tokens", "characters", "words", "chars/token", "words/token", "× first"]
+    rows = []
+    for f in d["files"]:
+        rows.append([f["name"], f"{f['tokens']:,}", f"{f['characters']:,}", f"{f['words']:,}",
+                     _num(f["characters_per_token"]), _num(f["words_per_token"]),
+                     _num(f["tokens_over_first"]) + "×" if f["tokens_over_first"] is not None else "-"])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    out = [f"Tokens ({d['encoding']}), same meaning in {len(rows)} files"]
+    out.append("  " + "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head)))
+    for r in rows:
+        out.append("  " + "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+    for w in d.get("warnings", []):
+        out.append(f"warning [{w['code']}]: {w['message']}")
+    out += [f"note: {n}" for n in d.get("notes", [])]
+    return "\n".join(out)
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2f}"
+
+
+def _after_tokens(report: Any, req: Any, params: dict) -> Any:
+    if "files" not in report.results or params.get("as_json") or params.get("explain"):
+        return None
+    d = {**report.to_dict(), "title": report.title}
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"Tokens ({d['encoding']})", title_justify="left")
+        for h in ("file", "tokens", "characters", "words", "chars/token", "words/token", "× first"):
+            t.add_column(h, justify="left" if h == "file" else "right")
+        for f in d["files"]:
+            t.add_row(f["name"], f"{f['tokens']:,}", f"{f['characters']:,}", f"{f['words']:,}",
+                      _num(f["characters_per_token"]), _num(f["words_per_token"]), _num(f["tokens_over_first"]) + "×")
+        Console().print(t)
+        for n in d.get("notes", []):
+            click.echo(f"note: {n}")
+    else:
+        click.echo(tokens_table(d))
+    return False
+
+
+tokens = calculator_command(
+    "tokens",
+    after=_after_tokens,
+    help="Count tokens in TEXT or --file F (o200k or cl100k, offline; or the 4-characters rule). "
+         "Several --file give a comparison table.",
+)

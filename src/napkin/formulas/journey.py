@@ -1,0 +1,89 @@
+"""Formulas the one-prompt journey (seed 003) needs beyond flops, memory, roofline and comm."""
+
+from __future__ import annotations
+
+from napkin.formulas.flops import FORWARD_FLOPS_PER_PARAM
+from napkin.units import MILLION
+
+ALLREDUCES_PER_LAYER = 2.0  # Megatron tensor parallelism: one after attention, one after the MLP
+
+
+def api_bill_usd(input_tokens: float, *, output_tokens: float, usd_per_million_input: float,
+                 usd_per_million_output: float) -> float:
+    """usd = T_in · p_in / 1e6 + T_out · p_out / 1e6
+
+    Trap: pricing the whole request at the input rate; output tokens are decode, held
+    serially on the machine, and list at ~5× the input price.
+    Source: seed 003 (1,000 in at $3/M + 300 out at $15/M = $0.003 + $0.0045 = $0.0075).
+    """
+    return input_tokens * usd_per_million_input / MILLION + output_tokens * usd_per_million_output / MILLION
+
+
+def decode_attention_flops(n_layers: float, *, d_attn: float, prompt_tokens: float,
+                           output_tokens: float) -> float:
+    """attention FLOPs of decoding = 2 · L · d · ((T_in + T_out)² − T_in²)
+
+    Each new token at position t scores and mixes t cached keys and values: 4 · L · t · d
+    FLOPs; summed over the answer that is the causal prefill term of the longer
+    sequence less that of the prompt.
+    Trap: 2N per token ignores it; at 100K tokens of context it rivals the weights' term.
+    Source: seed 003, "the 2-FLOPs-per-param rule ignores attention's O(n²) term";
+    Kaplan et al. 2020, table 1 (2 · n_layer · n_ctx · d_attn per token forward).
+    """
+    total = prompt_tokens + output_tokens
+    return 2.0 * n_layers * d_attn * (total * total - prompt_tokens * prompt_tokens)
+
+
+def decode_intensity_flops_per_byte(batch: float, *, bytes_per_param: float) -> float:
+    """intensity ≈ 2 · B / bytes_per_param  (FLOP per weight byte read, one decode step)
+
+    Every weight is read once per step and used for one multiply-accumulate per
+    sequence in the batch. The KV cache reads are left out, so this is an upper bound.
+    Trap: expecting batch-1 decode to use the tensor cores: at FP8 it is 2 FLOP/byte
+    against an H100 ridge near 590, about 0.3% of the bar.
+    Source: seed 003, "each weight byte is used for ~2 FLOPs, then discarded — 0.3% of the bar".
+    """
+    return FORWARD_FLOPS_PER_PARAM * batch / bytes_per_param
+
+
+def batch_at_ridge(ridge_flops_per_byte: float, *, bytes_per_param: float) -> float:
+    """B* = ridge · bytes_per_param / 2: the decode batch at which weight reads stop binding
+
+    Below B* a decode step costs the same time whatever the batch (the weights are read
+    once either way); above it compute binds and the time grows with B.
+    Trap: at FP8 the bar is half as high in batch as at BF16 for the same ridge, since
+    each weight byte then carries one parameter, not half of one.
+    Source: seed 003 (batching "until compute becomes the binding wall again"); the
+    roofline of seed 004 with intensity 2B / bytes_per_param.
+    """
+    return ridge_flops_per_byte * bytes_per_param / FORWARD_FLOPS_PER_PARAM
+
+
+def tp_allreduce_bytes_per_token(d_model: float, *, n_layers: float, bytes_per_value: float,
+                                 n_ranks: float) -> float:
+    """bytes per rank per token = 2 · L · 2 · (n − 1) / n · d_model · bytes
+
+    Tensor parallelism all-reduces one activation vector (d_model values) twice a layer;
+    a ring moves 2 · (n − 1) / n of it per rank each time.
+    One rank (n = 1) moves nothing.
+    Trap: the volume per rank does not fall with more ranks, while each rank's share of
+    the arithmetic does: TP past one NVLink domain is latency- and link-bound.
+    Source: Shoeybi et al. 2019 (Megatron-LM, two all-reduces per layer forward); the ring
+    volume of seed 004; seed 003, "8 shards ... must confer over NVLink ... on every layer of every token".
+    """
+    per_allreduce = 2.0 * (n_ranks - 1.0) / n_ranks * d_model * bytes_per_value
+    return ALLREDUCES_PER_LAYER * n_layers * per_allreduce
+
+
+def energy_joules(seconds: float, *, n_gpus: float, watts_per_gpu: float, share: float = 1.0) -> float:
+    """E = n_gpus · P · t · share
+
+    An upper bound for the accelerators alone: every GPU at its rated power for the whole
+    time; ``share`` is the fraction of the node this request holds (1/B at batch B).
+    Trap: quoting a batch-1 figure as "energy per prompt": a served prompt shares each
+    step with the batch, which divides it by tens; host, cooling (PUE) and idle capacity
+    are left out and would add.
+    Source: seed 003 (Google, Aug 2025: median Gemini text prompt 0.24 Wh measured); TDP
+    from the accelerator's datasheet.
+    """
+    return n_gpus * watts_per_gpu * seconds * share
