@@ -1,0 +1,153 @@
+"""Commands for serving: `napkin serve`, `napkin bill` and `napkin plan serve`.
+
+The figures come from the calculators; this module only adds the tables a list result
+needs in plain text (the waterfall, the price comparison, an agent's calls, the planner's
+ranking and Pareto front) and writes charts with ``--chart``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+from napkin import units
+from napkin.cli.common import calculator_command, emit, guarded
+
+Column = tuple[str, str, str | None]  # (key, header, unit kind)
+
+WATERFALL_COLUMNS: list[Column] = [
+    ("step", "step", None), ("tokens_per_s", "tokens/s", "per_s"), ("speedup", "x", "number"),
+    ("tpot_s", "TPOT", "seconds"), ("ttft_s", "TTFT", "seconds"),
+    ("usd_per_million_output_tokens", "$/M out", "usd_per_million"), ("binds", "binds", None),
+    ("max_batch", "max batch", "count")]
+COMPARE_COLUMNS: list[Column] = [
+    ("model", "model", None), ("provider", "provider", None), ("usd", "usd", "usd"), ("tier", "tier", None),
+    ("date", "price date", None), ("age_days", "age (days)", "count")]
+CALLS_COLUMNS: list[Column] = [
+    ("call", "call", "count"), ("input_tokens", "input", "count"), ("cache_read_tokens", "cache read", "count"),
+    ("cache_write_tokens", "cache write", "count"), ("usd", "usd (cached)", "usd")]
+PLAN_COLUMNS: list[Column] = [
+    ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
+    ("pp", "pp", "count"), ("batch", "batch", "count"), ("replicas", "replicas", "count"),
+    ("total_gpus", "total", "count"), ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT", "seconds"),
+    ("tokens_per_s_per_gpu", "tok/s/GPU", "per_s"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
+    ("usd_per_million_output_tokens", "$/M out", "usd_per_million"), ("bound", "bound", None)]
+PARETO_COLUMNS: list[Column] = [
+    ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
+    ("batch", "batch", "count"), ("tokens_per_s_per_user", "tok/s/user", "per_s"),
+    ("tokens_per_s_per_gpu", "tok/s/GPU", "per_s"), ("tpot_s", "TPOT", "seconds"), ("bound", "bound", None)]
+
+
+def table(rows: list[dict], columns: list[Column]) -> str:
+    """A plain aligned table: numbers right-aligned, formatted by unit kind; missing values as '-'."""
+    def cell(row: dict, key: str, kind: str | None) -> str:
+        v = row.get(key)
+        if v is None:
+            return "-"
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if kind == "number" and isinstance(v, (int, float)):
+            return f"{v:.2f}"
+        return units.fmt_auto(v, kind)
+
+    body = [[cell(r, k, kind) for k, _, kind in columns] for r in rows]
+    heads = [h for _, h, _ in columns]
+    widths = [max([len(heads[i])] + [len(b[i]) for b in body]) for i in range(len(columns))]
+    numeric = [kind is not None for _, _, kind in columns]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    return "\n".join(["  " + line(heads)] + ["  " + line(b) for b in body])
+
+
+def print_with_tables(report: Any, *, as_json: bool, explain: bool,
+                      tables: list[tuple[str, str, list[Column]]]) -> None:
+    """Print a report whose list results read better as tables; JSON keeps them as lists."""
+    if as_json:
+        emit(report, as_json=True, explain=False)
+        return
+    present = [(key, title, cols) for key, title, cols in tables if report.get(key)]
+    lists = {key: report.results.pop(key) for key, _, _ in present}
+    for key in ("pareto_points",):
+        report.results.pop(key, None)
+    click.echo(report.text())
+    for key, title, cols in present:
+        click.echo("")
+        click.echo(title)
+        click.echo(table(lists[key], cols))
+    if explain:
+        click.echo("")
+        click.echo(report.explain())
+
+
+def chart_option(help_: str) -> list[click.Parameter]:
+    return [click.Option(["--chart"], metavar="FILE.svg|png", help=help_),
+            click.Option(["--chart-name"], metavar="NAME", help="which chart to write (default: the main one)")]
+
+
+def write_chart(report: Any, calc_charts: Callable[[Any], dict], path: str, name: str | None,
+                default: str) -> None:
+    from napkin.charts.serve import write_chart as render
+    from napkin.errors import InputError
+
+    charts = calc_charts(report)
+    key = name or default
+    if key not in charts:
+        raise InputError("chart_name", key, "is not a chart of this result", "use one of " + ", ".join(charts))
+    render(charts[key], path)
+    click.echo(f"wrote {key} chart to {path}", err=True)
+
+
+# ------------------------------------------------------------------------------- serve
+def _serve_after(report: Any, req: Any, params: dict) -> bool:
+    from napkin.charts.serve import serve_charts
+
+    if params.get("chart"):
+        default = "waterfall" if report.get("waterfall") else "roofline"
+        write_chart(report, serve_charts, params["chart"], params.get("chart_name"), default)
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+                      tables=[("waterfall", "waterfall (each change on top of the ones before):", WATERFALL_COLUMNS)])
+    return False
+
+
+serve = calculator_command(
+    "serve", extra=chart_option("write a chart: the decode roofline, or the waterfall with --waterfall"),
+    after=_serve_after)
+
+
+# -------------------------------------------------------------------------------- bill
+def _bill_after(report: Any, req: Any, params: dict) -> bool:
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+                      tables=[("compare", "every catalog model, same request:", COMPARE_COLUMNS),
+                              ("task_calls", "the agent's calls, with prompt caching:", CALLS_COLUMNS)])
+    return False
+
+
+bill = calculator_command("bill", after=_bill_after)
+
+
+# -------------------------------------------------------------------------------- plan
+@click.group(help="Planners: search configurations under objectives.", context_settings={"max_content_width": 100})
+def plan() -> None:
+    pass
+
+
+def _plan_after(report: Any, req: Any, params: dict) -> bool:
+    from napkin.plan.serve import _charts
+
+    if params.get("chart"):
+        write_chart(report, _charts, params["chart"], params.get("chart_name"), "pareto")
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+                      tables=[("ranking", "cheapest configurations that meet both objectives:", PLAN_COLUMNS),
+                              ("pareto_front", "Pareto front, tokens/s per GPU against tokens/s per user "
+                                               "(everything that fits, objectives aside):", PARETO_COLUMNS)])
+    return False
+
+
+plan.add_command(calculator_command(
+    "plan-serve", name="serve", after=_plan_after,
+    extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)")))
+
+__all__ = ["bill", "guarded", "plan", "serve"]

@@ -1,0 +1,281 @@
+"""The serving capacity question: which GPUs, how many per replica, what TP degree, what batch
+and how many replicas serve a request rate within TTFT and TPOT objectives at least cost?
+
+The grid (hardware x GPUs per replica x TP degree x batch) is evaluated at once with numpy
+broadcasting on the same formulas as ``napkin serve`` (:mod:`napkin.formulas.serving`,
+through :func:`napkin.calculators.serve.stage_parts`); the replica count is then the
+smallest that carries the rate at the target utilisation. Simplifications, stated in the
+output: no queueing model beyond a utilisation target; static roofline efficiencies (one
+MFU, one bandwidth efficiency for every GPU and batch); prefills run whole (no chunking)
+and pause decoding; a replica's GPUs share one NVLink-class domain.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import msgspec
+
+from napkin import catalog
+from napkin.calculators import Calculator
+from napkin.calculators.serve import (
+    DEFAULT_ALLREDUCE_LATENCY_S, DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_MFU, Setup, catalog_gpu_hour,
+    compute_precision_for, d_attn_of, moe_split, stage_parts,
+)
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.formulas import serving as sv
+from napkin.hardware import bytes_per_value
+from napkin.request import field
+from napkin.units import HOUR, MILLION
+
+S = msgspec.Struct
+
+DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "mi300x"]
+DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+SIMPLIFICATIONS = (
+    "no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica",
+    "static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree",
+    "prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load",
+    "a replica's GPUs share one NVLink-class domain; GPUs beyond the TP degree are pipeline stages",
+)
+
+
+class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
+    model: Annotated[str, field("name", "catalog model or path to a Hugging Face config.json")]
+    rate: Annotated[float, field("per_s", "requests per second to serve", gt=0)]
+    prompt: Annotated[float, field("count", "prompt tokens per request", gt=0)] = 1000.0
+    output: Annotated[float, field("count", "output tokens per request", ge=1)] = 300.0
+    ttft: Annotated[float, field("seconds", "time-to-first-token objective", gt=0)] = 0.5
+    tpot: Annotated[float, field("seconds", "time-per-output-token objective", gt=0)] = 0.05
+    gpu: Annotated[list[str], field("name", "accelerators to consider")] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_GPUS))
+    price: Annotated[dict[str, float], field("usd_per_hour", "price per GPU-hour by GPU (default: the catalog's)",
+                                             example="h100-sxm=2.50,h200=3.50", gt=0)] = {}
+    precision: Annotated[list[str], field("precision", "weight precisions to consider")] = msgspec.field(
+        default_factory=lambda: ["bf16"])
+    kv_precision: Annotated[str, field("precision", "KV cache precision")] = "bf16"
+    max_gpus: Annotated[int, field("int", "most GPUs per replica (powers of two up to this)", gt=0, le=64)] = 8
+    batch: Annotated[list[int], field("int", "batches to consider", gt=0)] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_BATCHES))
+    cached_prefix: Annotated[float, field("count", "prompt tokens served from a prefix cache", ge=0)] = 0.0
+    utilization: Annotated[float, field("fraction", "target utilisation of each replica (headroom for bursts)")] = 0.7
+    mfu: Annotated[float, field("fraction", "fraction of dense peak prefill sustains")] = DEFAULT_MFU
+    bandwidth_efficiency: Annotated[float, field("fraction", "fraction of memory bandwidth decode sustains")] = (
+        DEFAULT_BANDWIDTH_EFFICIENCY)
+    allreduce_latency: Annotated[float, field("seconds", "fixed cost of one TP all-reduce", ge=0)] = (
+        DEFAULT_ALLREDUCE_LATENCY_S)
+    usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = 0.9
+    top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
+
+
+def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
+    """One row per (GPU, precision) with its peak, bandwidth, link and price."""
+    prices = {catalog.gpu(k, "price").key: v for k, v in req.price.items()}
+    rows = []
+    for name in req.gpu:
+        g = catalog.gpu(name)
+        price = prices.get(g.key)
+        if price is None:
+            listed = catalog_gpu_hour(g.key)
+            if listed is not None:
+                price = listed[0]
+                r.assume(f"price[{g.key}]", price, f"catalog list price of {listed[1]}: pass --price "
+                                                   f"{g.key}=X for yours", unit="usd_per_hour", basis="catalog")
+            else:
+                r.note(f"no price for the {g.name}: its configurations are listed by throughput but not ranked by cost")
+        for p in req.precision:
+            try:
+                cp = compute_precision_for(g, p)
+            except InputError:
+                r.note(f"the {g.name} has no compute path for {p} weights: skipped")
+                continue
+            link = g.link_bytes_per_s_per_direction
+            rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
+                         "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": g.memory_bytes,
+                         "link": link if link else math.inf, "has_link": link is not None,
+                         "b_w": bytes_per_value(p), "price": price if price is not None else math.nan})
+    if not rows:
+        raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
+    return rows
+
+
+def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, Any]:
+    """Every configuration's figures as numpy arrays of shape (hardware, gpus, tp, batch)."""
+    import numpy as np
+
+    r = r or Report("plan")
+    m = catalog.model(req.model)
+    hw = _hardware(req, r)
+    H = {k: np.array([h[k] for h in hw], dtype=float)[:, None, None, None]
+         for k in ("peak", "bw", "mem", "link", "b_w", "price")}
+    has_link = np.array([h["has_link"] for h in hw])[:, None, None, None]
+    sizes = [2**i for i in range(7) if 2**i <= req.max_gpus]
+    n = np.array(sizes, dtype=float)[None, :, None, None]
+    t = np.array(sizes, dtype=float)[None, None, :, None]
+    B = np.array(sorted(set(req.batch)), dtype=float)[None, None, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        valid = ((t <= n) & (np.mod(n, t) == 0) & (np.mod(m.n_heads, t) == 0) & ((t == 1) | has_link)
+                 & (n / t <= m.n_layers))
+        pp = np.maximum(n / t, 1.0)
+        latent = m.attention == "mla"
+        shards = sv.kv_shards(t, n_kv_heads=m.n_kv_heads, latent=latent)
+        b_kv = bytes_per_value(req.kv_precision, "kv_precision")
+        kv_tok = m.kv_bytes_per_token(b_kv)
+        ctx_max = req.prompt + req.output
+        prefix = min(req.cached_prefix, req.prompt - 1)
+        W = m.params * H["b_w"]
+        w_gpu = W / n
+        kv_gpu = kv_tok * (prefix + B * (ctx_max - prefix)) / (pp * shards)
+        cap = H["mem"] * req.usable
+        fits = w_gpu + kv_gpu <= cap
+        # prefill (TP shortens it; pipeline stages take turns)
+        new = req.prompt - prefix
+        d_attn = d_attn_of(m)
+        pf = 2.0 * m.active_params * new + sv.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=new,
+                                                                       cached_tokens=prefix)
+        pre_comm = sv.tp_comm_seconds(m.n_layers, message_bytes=new * m.d_model * sv.ACTIVATION_BYTES, tp=t,
+                                      link_bytes_per_s_per_direction=H["link"], latency_s=req.allreduce_latency)
+        ttft = sv.prefill_seconds(pf, weights_bytes=W, n_gpus=t, dense_flops_per_s=H["peak"], mfu=req.mfu,
+                                  memory_bytes_per_s=H["bw"], bandwidth_efficiency=req.bandwidth_efficiency,
+                                  comm_s=pre_comm)
+        # decode (the serve calculator's stage model, on arrays)
+        ctx_avg = req.prompt + req.output / 2.0
+        fpt = sv.decode_flops_per_token(m.active_params, n_layers=m.n_layers, d_attn=d_attn, context_tokens=ctx_avg)
+        shared_p, routed_p = moe_split(m)
+        s = Setup(m, None, n, t, pp, "", "", H["b_w"], b_kv, H["peak"], H["bw"], H["link"], req.mfu,  # type: ignore[arg-type]
+                  req.bandwidth_efficiency, req.allreduce_latency)
+        mem_s, comp_s, comm_s = stage_parts(s, B, shared_bytes=shared_p * H["b_w"], routed_bytes=routed_p * H["b_w"],
+                                            kv_read_per_seq=kv_tok * ctx_avg, flops_per_token=fpt, shards=shards)
+        tpot = pp * (np.maximum(mem_s, comp_s) + comm_s)
+        tps = B / tpot
+        lam_max = sv.replica_request_rate(B, output_tokens=req.output, tpot_s=tpot, prefill_s=ttft)
+        replicas = np.ceil(req.rate / (req.utilization * lam_max) - 1e-9)
+        per_rep = req.rate / replicas
+        interference = per_rep * ttft  # share of each second spent prefilling, pausing decode
+        tpot_eff = tpot / np.maximum(1.0 - interference, 1e-9)
+        ok = valid & fits & (ttft <= req.ttft) & (tpot_eff <= req.tpot) & (interference < 1.0)
+        fleet = replicas * n * H["price"]
+        usd_m = fleet / HOUR / (req.rate * req.output) * MILLION
+    shape = np.broadcast_shapes(valid.shape, B.shape, H["peak"].shape)
+    bc = {k: np.broadcast_to(v, shape) for k, v in {
+        "valid": valid, "fits": fits, "ok": ok, "ttft_s": ttft, "tpot_s": tpot, "tpot_at_load_s": tpot_eff,
+        "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / n, "replicas": replicas, "fleet_usd_per_hour": fleet,
+        "usd_per_million_output_tokens": usd_m, "gpus": n, "tp": t, "pp": pp, "batch": B,
+        "bound_compute": comp_s > mem_s, "bound_comm": comm_s > np.maximum(mem_s, comp_s),
+        "replica_utilization": per_rep / lam_max}.items()}
+    bc["hw"] = np.broadcast_to(np.arange(len(hw))[:, None, None, None], shape)
+    return {"arrays": bc, "hardware": hw, "model": m, "configurations": int(np.prod(shape)),
+            "valid_configurations": int(bc["valid"].sum())}
+
+
+def _row(a: dict, hw: list[dict], i: tuple) -> dict:
+    h = hw[int(a["hw"][i])]
+    bound = "communication" if a["bound_comm"][i] else ("compute" if a["bound_compute"][i] else "bandwidth")
+    usd = float(a["usd_per_million_output_tokens"][i])
+    return {"gpu": h["key"], "precision": h["precision"], "gpus": int(a["gpus"][i]), "tp": int(a["tp"][i]),
+            "pp": int(a["pp"][i]), "batch": int(a["batch"][i]), "replicas": int(a["replicas"][i]),
+            "total_gpus": int(a["replicas"][i] * a["gpus"][i]),
+            "ttft_s": float(a["ttft_s"][i]), "tpot_s": float(a["tpot_at_load_s"][i]),
+            "tokens_per_s_per_gpu": float(a["tokens_per_s_per_gpu"][i]),
+            "tokens_per_s_per_user": 1.0 / float(a["tpot_at_load_s"][i]),
+            "fleet_usd_per_hour": float(a["fleet_usd_per_hour"][i]) if not math.isnan(usd) else None,
+            "usd_per_million_output_tokens": usd if not math.isnan(usd) else None, "bound": bound}
+
+
+def pareto_front(x: Any, y: Any) -> Any:
+    """Indices of the points no other point beats on both x and y (larger is better), by x descending.
+
+    Trap: ranking by one axis: the best tokens/s per GPU serves each user slowly, and the
+    reverse; the front is the set of honest choices.
+    Source: the throughput-interactivity curves of serving benchmarks (e.g. MLPerf, InferenceMAX).
+    """
+    import numpy as np
+
+    order = np.lexsort((-y, -x))
+    ys = y[order]
+    best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
+    return order[ys > best_before]
+
+
+def run_plan_serve(req: PlanServeRequest) -> Report:
+    import numpy as np
+
+    r = Report("Plan serve", command="plan serve")
+    if req.cached_prefix >= req.prompt:
+        raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({req.prompt:g} tokens)")
+    g = evaluate_grid(req, r)
+    a, hw, m = g["arrays"], g["hardware"], g["model"]
+    r.title = f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {req.ttft * 1e3:g} ms, TPOT <= {req.tpot * 1e3:g} ms"
+    r.set("model", m.name)
+    r.set("configurations", g["configurations"], "count")
+    r.set("valid_configurations", g["valid_configurations"], "count")
+    r.set("fitting_configurations", int((a["valid"] & a["fits"]).sum()), "count")
+    ok = a["ok"]
+    r.set("meeting_slo", int(ok.sum()), "count")
+    idx = np.argwhere(ok)
+    rows = [_row(a, hw, tuple(i)) for i in idx]
+    rows.sort(key=lambda x: (x["usd_per_million_output_tokens"] is None, x["usd_per_million_output_tokens"] or 0.0,
+                             x["total_gpus"], x["tpot_s"]))
+    r.set("ranking", rows[: req.top])
+    if rows:
+        best = rows[0]
+        r.set("best", f"{best['replicas']} x {best['gpus']} {best['gpu']} ({best['precision']}, TP {best['tp']}"
+                      + (f", PP {best['pp']}" if best["pp"] > 1 else "") + f", batch {best['batch']})")
+        r.set("best_total_gpus", best["total_gpus"], "count")
+        if best["usd_per_million_output_tokens"] is not None:
+            r.set("best_fleet_usd_per_hour", best["fleet_usd_per_hour"], "usd_per_hour")
+            r.set("best_usd_per_million_output_tokens", best["usd_per_million_output_tokens"], "usd_per_million")
+        r.set("best_ttft_s", best["ttft_s"], "seconds")
+        r.set("best_tpot_s", best["tpot_s"], "seconds")
+    else:
+        fit = a["valid"] & a["fits"]
+        if not fit.any():
+            r.warn("nothing-fits", f"no configuration holds {m.name} within {req.max_gpus} GPUs per replica: "
+                                   "raise --max-gpus or lower the precision")
+        else:
+            r.warn("no-config-meets-slo", f"nothing meets TTFT <= {req.ttft:g} s and TPOT <= {req.tpot:g} s; the "
+                                          f"fastest TPOT that fits is {float(a['tpot_s'][fit].min()) * 1e3:.3g} ms "
+                                          f"and the fastest TTFT {float(a['ttft_s'][fit].min()) * 1e3:.3g} ms")
+    # Pareto front over everything that fits (SLOs aside): tokens/s per GPU against tokens/s per user
+    fit_idx = np.argwhere(a["valid"] & a["fits"])
+    if len(fit_idx):
+        x = 1.0 / a["tpot_s"][tuple(fit_idx.T)]
+        y = a["tokens_per_s_per_gpu"][tuple(fit_idx.T)]
+        front = pareto_front(x, y)
+        pts = []
+        for j in front:
+            i = tuple(fit_idx[j])
+            row = _row(a, hw, i)
+            row["tokens_per_s_per_user"] = 1.0 / float(a["tpot_s"][i])
+            row["tpot_s"] = float(a["tpot_s"][i])
+            pts.append(row)
+        r.set("pareto_front", pts)
+        cloud = [{"gpu": hw[int(a["hw"][tuple(i)])]["key"], "tokens_per_s_per_user": float(xv),
+                  "tokens_per_s_per_gpu": float(yv)} for i, xv, yv in zip(fit_idx, x, y)]
+        r.set("pareto_points", cloud)
+    r.assume("utilization", req.utilization, "target load of each replica; the rest is headroom for bursts",
+             unit="fraction")
+    r.assume("mfu", req.mfu, "prefill and decode compute efficiency, the same on every GPU", unit="fraction")
+    r.assume("bandwidth_efficiency", req.bandwidth_efficiency, "decode bandwidth efficiency, the same on every GPU",
+             unit="fraction")
+    for text in SIMPLIFICATIONS:
+        r.note("simplification: " + text)
+    return r
+
+
+def _charts(report: Any) -> dict[str, dict]:
+    from napkin.charts.serve import plan_charts
+
+    return plan_charts(report)
+
+
+PLAN_SERVE = Calculator(
+    "plan-serve", PlanServeRequest, run_plan_serve, "Plan serving capacity",
+    "Search GPU type, GPUs per replica, TP degree, batch and replicas for a request rate under TTFT/TPOT "
+    "objectives; rank by cost per million output tokens; the throughput-interactivity Pareto front.",
+    establishes="the cheapest configuration the roofline model says meets both objectives, and the trade-off curve",
+    needs_measuring="real TTFT/TPOT under load (a load test at the chosen batch), queueing at the burst rate",
+    charts=_charts,
+)
