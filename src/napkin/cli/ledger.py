@@ -1,0 +1,204 @@
+"""``napkin ledger report|watch|runs``: the realised cost of a run from its own logs."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Any
+
+import click
+
+from napkin.cli.common import collect, emit, fail, guarded, options_for
+
+
+def _request(params: dict[str, Any], config: str | None) -> Any:
+    from napkin.ledger.calculator import LedgerRequest
+    from napkin.request import parse_request
+
+    return parse_request(LedgerRequest, collect(LedgerRequest, params, config))
+
+
+def _request_options() -> list[click.Parameter]:
+    from napkin.ledger.calculator import LedgerRequest
+
+    return options_for(LedgerRequest)
+
+
+def _write_chart(report: Any, path: str) -> None:
+    from napkin.ledger.calculator import ledger_charts
+
+    specs = ledger_charts(report)
+    if not specs:
+        fail("--chart: the report has no day with forward progress to draw")
+    import vl_convert as vlc
+
+    spec = next(iter(specs.values()))
+    if path.endswith(".png"):
+        with open(path, "wb") as fh:
+            fh.write(vlc.vegalite_to_png(spec, scale=2))
+    elif path.endswith(".svg"):
+        with open(path, "w") as fh:
+            fh.write(vlc.vegalite_to_svg(spec))
+    else:
+        fail(f"--chart must end in .svg or .png; got {path}")
+
+
+def _summary(report: Any) -> dict[str, Any]:
+    keys = ("usd_per_million_advanced_tokens", "realised_usd", "gpu_hours_allocated", "advanced_tokens",
+            "goodput", "mfu_realised", "planned_usd_per_million_tokens", "drift_ratio", "last_step", "wall_s")
+    out = {k: report.get(k) for k in keys if report.get(k) is not None}
+    out["drift_alerts"] = len(report.get("drift_alerts") or [])
+    out["restarts"] = (report.get("restarts") or {}).get("count", 0)
+    return out
+
+
+@click.group(help="Realised cost of a run from its own logs; drift alerts against the plan.",
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def ledger() -> None:
+    pass
+
+
+def _report_callback(**params: Any) -> None:
+    from napkin.ledger.calculator import build_report, read_all
+    from napkin.ledger.records import combine
+    from napkin.ledger.store import Store
+
+    as_json = params.pop("as_json")
+    explain = params.pop("explain")
+    config = params.pop("config")
+    run = params.pop("run")
+    store_path = params.pop("store")
+    no_store = params.pop("no_store")
+    chart = params.pop("chart")
+    req = _request(params, config)
+    fresh = read_all(req) if (req.logs or req.content) or not run else []
+    reads = list(fresh)
+    store = None if no_store else Store(store_path)
+    try:
+        if run:
+            if store is None:
+                fail("--run keeps the run's records in the store: drop --no-store")
+            if store.run_id(run) is not None:
+                reads = store.load_reads(run, exclude=tuple(r.path for r in fresh)) + fresh
+            elif not fresh:
+                fail(f"run {run!r} is not in the store {store.path}; give its logs")
+        report = build_report(req, reads, combine(reads))
+        if store is not None:
+            name = run or os.path.basename(req.logs[0].rstrip("/"))
+            if fresh:
+                store.set_sources(name, fresh, keep_records=bool(run), replace=not run)
+            store.save_summary(name, fmt=report["format"], summary=_summary(report),
+                               options={k: v for k, v in params.items() if v not in (None, (), [])})
+    finally:
+        if store is not None:
+            store.close()
+    emit(report, as_json=as_json, explain=explain)
+    if chart:
+        _write_chart(report, chart)
+
+
+report = click.Command(
+    "report", callback=guarded(_report_callback),
+    params=_request_options() + [
+        click.Option(["--run"], metavar="NAME", help="Keep this run's records in the store and report over all "
+                     "its logs so far (restarts that wrote separate files)."),
+        click.Option(["--store"], metavar="PATH", help="SQLite store of runs (default "
+                     "$XDG_DATA_HOME/napkin/ledger.sqlite3)."),
+        click.Option(["--no-store"], is_flag=True, help="Do not record this report in the store."),
+        click.Option(["--chart"], metavar="FILE.svg|png", help="Write realised $/M per day against plan."),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print JSON: base units, derivation, warnings."),
+        click.Option(["--explain"], is_flag=True, help="Print the derivation behind every figure."),
+        click.Option(["--config"], metavar="FILE.toml", help="Read options from a TOML file; options override it."),
+    ],
+    help="Realised cost per million advanced tokens of a run from its step logs (LOG...).",
+    context_settings={"max_content_width": 100},
+)
+ledger.add_command(report)
+
+
+def _watch_callback(**params: Any) -> None:
+    from napkin.ledger.watch import watch
+
+    interval = params.pop("interval")
+    prom = params.pop("prometheus")
+    refreshes = params.pop("refreshes")
+    config = params.pop("config")
+    req = _request(params, config)
+    if len(req.logs) != 1:
+        fail(f"watch follows one log; got {len(req.logs)}")
+    from napkin import units
+
+    interval_s = units.parse(interval, "seconds", "interval")
+    if interval_s <= 0:
+        fail(f"interval must be > 0; got {interval}")
+    exporter = None
+    if prom:
+        from napkin.ledger.prometheus import Exporter
+
+        exporter = Exporter(prom, os.path.basename(req.logs[0]))
+        click.echo(f"serving Prometheus metrics on http://{prom}/metrics")
+    try:
+        watch(req.logs[0], req, interval_s=interval_s, max_refreshes=refreshes,
+              echo=lambda line: click.echo(line), on_update=exporter.update if exporter else None)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if exporter is not None:
+            exporter.close()
+
+
+watch_cmd = click.Command(
+    "watch", callback=guarded(_watch_callback),
+    params=_request_options() + [
+        click.Option(["--interval"], default="10s", show_default=True, metavar="TIME",
+                     help="Time between refreshes."),
+        click.Option(["--prometheus"], metavar="HOST:PORT", help="Serve the figures as Prometheus metrics."),
+        click.Option(["--refreshes"], type=click.IntRange(min=1), help="Stop after this many refreshes."),
+        click.Option(["--config"], metavar="FILE.toml", help="Read options from a TOML file; options override it."),
+    ],
+    help="Follow a growing log (LOG), refresh the realised cost, alert when it drifts above plan.",
+    context_settings={"max_content_width": 100},
+)
+ledger.add_command(watch_cmd)
+
+
+@ledger.command(help="Runs in the store, newest first.")
+@click.option("--store", metavar="PATH", help="SQLite store of runs (default $XDG_DATA_HOME/napkin/ledger.sqlite3).")
+@click.option("--forget", metavar="NAME", help="Remove a run from the store.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@guarded
+def runs(store: str | None, forget: str | None, as_json: bool) -> None:
+    import json
+
+    from napkin import units
+    from napkin.ledger.store import Store
+
+    with Store(store) as st:
+        if forget:
+            st.forget(forget)
+            click.echo(f"forgot run {forget!r}")
+            return
+        rows = st.runs()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no runs in the store yet: `napkin ledger report LOG --price ...` records one")
+        return
+
+    def day(t: float | None) -> str:
+        return "-" if t is None else _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+    table = [["run", "format", "logs", "records", "first", "last", "$/M adv", "vs plan", "alerts"]]
+    for r in rows:
+        s = r["summary"]
+        ratio = s.get("drift_ratio")
+        absolute = r["first_t"] is not None and r["first_t"] >= 1e8
+        table.append([r["name"], r["format"] or "-", str(r["sources"]), f"{r['records']:,}",
+                      day(r["first_t"]) if absolute else "-", day(r["last_t"]) if absolute else "-",
+                      units.fmt_auto(s["usd_per_million_advanced_tokens"], "usd_per_million")
+                      if "usd_per_million_advanced_tokens" in s else "-",
+                      "-" if ratio is None else f"{ratio - 1:+.1%}", str(s.get("drift_alerts", 0))])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())

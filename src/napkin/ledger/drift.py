@@ -1,0 +1,90 @@
+"""Drift: the realised cost per million advanced tokens against the plan, day by day.
+
+The plan's figure is ``napkin train``'s marginal $/M tokens (compute at the GPU-hour
+price per advanced token, with its assumed MFU and goodput); the realised figure has the
+same definition with the run's own MFU and goodput. A day whose realised figure exceeds
+the plan by more than ``alert`` (10% by default) is an alert: seed 001 names the usual
+causes (a slow node, a data-loader stall, a silent MFU regression after a code change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from napkin.errors import InputError, NapkinError
+
+
+@dataclass(frozen=True)
+class Plan:
+    usd_per_million: float
+    source: str  # "plan.toml" or "--plan-usd-per-million"
+    usd_per_gpu_hour: float | None = None
+    mfu: float | None = None
+    goodput: float | None = None
+
+
+def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: float) -> float:
+    """drift_ratio = realised $/M / planned $/M  (1.0 on plan; 1.12 is 12% over)
+
+    Trap: comparing a realised cost per processed token, or a loaded plan figure, with a
+    marginal one; both sides here are marginal per advanced token.
+    Source: seed 001, "Alert when the realised figure drifts more than 10 percent above plan for a day".
+    """
+    return realised_usd_per_million / planned_usd_per_million
+
+
+def load_plan(path: str) -> Plan:
+    """The planned marginal $/M tokens of a plan file written by ``napkin train --save``."""
+    from napkin.cli.common import read_config
+
+    raw = read_config(path)
+    try:
+        from napkin import calculate
+
+        report = calculate("train", raw)
+    except NapkinError as exc:
+        raise InputError("plan", path, f"could not be evaluated by `napkin train` ({exc})",
+                         "check the file, or give --plan-usd-per-million X") from None
+    per_m = report.get("usd_per_million_tokens")
+    if not isinstance(per_m, dict) or "marginal" not in per_m:
+        raise InputError("plan", path, "gave no marginal usd_per_million_tokens", "give --plan-usd-per-million X")
+    mfu = next((a.value for a in report.assumptions if a.name == "mfu"), None)
+    goodput = next((a.value for a in report.assumptions if a.name == "goodput"), None)
+    price = report.get("usd_per_gpu_hour")
+    if price is None:
+        price = next((a.value for a in report.assumptions if a.name in ("usd_per_gpu_hour", "price")), None)
+    if price is None and isinstance(raw.get("price"), (int, float)):
+        price = float(raw["price"])
+    return Plan(float(per_m["marginal"]), path, usd_per_gpu_hour=_num(price), mfu=_num(mfu), goodput=_num(goodput))
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def day_drift(days: list[dict], plan: Plan | None, *, alert: float) -> list[dict]:
+    """Each day with its realised $/M and, with a plan, its drift ratio and alert; returns the alerts."""
+    from napkin.units import MILLION
+
+    alerts = []
+    for day in days:
+        adv = day["advanced_tokens"]
+        per_m = day["usd"] / adv * MILLION if adv > 0 else None
+        day["usd_per_million_advanced_tokens"] = per_m
+        day["goodput_tokens"] = adv / day["processed_tokens"] if day["processed_tokens"] > 0 else None
+        day["goodput_time"] = day["productive_s"] / day["wall_s"] if day["wall_s"] > 0 else None
+        if plan is None:
+            continue
+        ratio = drift_ratio(per_m, planned_usd_per_million=plan.usd_per_million) if per_m is not None else None
+        day["drift_ratio"] = ratio
+        if ratio is None:
+            if day["usd"] > 0:
+                alerts.append({"date": day["date"], "drift_ratio": None, "usd": day["usd"],
+                               "reason": "paid GPU time with no forward progress"})
+        elif ratio > 1 + alert:
+            alerts.append({"date": day["date"], "drift_ratio": ratio, "usd_per_million_advanced_tokens": per_m,
+                           "planned_usd_per_million_tokens": plan.usd_per_million,
+                           "reason": f"{(ratio - 1):.1%} above plan"})
+        day["alert"] = ratio is None and day["usd"] > 0 or (ratio is not None and ratio > 1 + alert)
+    return alerts

@@ -1,0 +1,154 @@
+"""Readers: every log format becomes one table of step records.
+
+A step record says "step ``step`` had finished at wall time ``t_wall`` (seconds), with
+``gpus_allocated`` GPUs paid for from then on, and the step held ``tokens`` tokens".
+Every reader returns a :class:`LogRead`: a polars DataFrame with those four columns,
+``line`` (where the record came from: a line number, a Parquet row or an event index)
+and whatever else the log carried (loss, learning rate, ...), plus the lines it skipped
+and why. Nothing is dropped silently: a malformed line is skipped, counted and named.
+
+Formats: ``csv``, ``jsonl``, ``parquet`` (generic, columns named as in seed 001, or
+``--map col=field``), ``hf`` (trainer_state.json), ``lightning`` (CSVLogger
+metrics.csv), ``megatron`` and ``torchtitan`` (stdout lines), ``tensorboard``
+(event files; optional extra). ``auto`` sniffs and says what it chose.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from napkin.errors import InputError
+
+FORMATS = ("auto", "csv", "jsonl", "parquet", "hf", "lightning", "megatron", "torchtitan", "tensorboard")
+FIELDS = ("step", "t_wall", "gpus_allocated", "tokens")
+# column names that mean a canonical field without --map (napkin's own callbacks write these)
+ALIASES = {"napkin/t_wall": "t_wall", "napkin/gpus_allocated": "gpus_allocated", "napkin/tokens": "tokens",
+           "napkin_t_wall": "t_wall", "napkin_gpus_allocated": "gpus_allocated", "napkin_tokens": "tokens"}
+MAX_SKIPPED_SHOWN = 20
+EPOCH_MIN_S = 1e8  # t_wall at or above this is Unix seconds (1973 on); below it, seconds since start
+EPOCH_MS_MIN = 1e11  # Unix milliseconds look like this
+
+
+@dataclass
+class ReadOptions:
+    """What the command line says about a log that the log itself may not."""
+
+    format: str = "auto"
+    mapping: dict[str, str] = field(default_factory=dict)  # log column -> canonical field
+    tokens_per_step: float | None = None
+    gpus: int | None = None
+    seq_len: float | None = None
+    start: float | None = None  # Unix seconds
+    end: float | None = None
+
+
+@dataclass
+class LogRead:
+    """One log read into step records, with everything the reader had to say about it."""
+
+    frame: Any  # polars.DataFrame: line, step, t_wall, gpus_allocated, tokens, extras...
+    format: str
+    path: str
+    location: str = "line"  # what `line` numbers: line | row | event
+    skipped_count: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # the first few (line, reason)
+    duplicates: int = 0
+    time_absolute: bool = True
+    notes: list[str] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    sniffed: str = ""  # why auto chose this format
+
+    def skip(self, lines: list[int], reason: str, count: int | None = None) -> None:
+        self.skipped_count += len(lines) if count is None else count
+        room = MAX_SKIPPED_SHOWN - len(self.skipped)
+        self.skipped.extend((int(n), reason) for n in lines[:max(room, 0)])
+
+    @property
+    def records(self) -> int:
+        return self.frame.height
+
+
+def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | None = None,
+             name: str | None = None) -> LogRead:
+    """Read ``path`` (or ``content``, an uploaded log named ``name``) into step records."""
+    opts = opts or ReadOptions()
+    if opts.format not in FORMATS:
+        raise InputError("format", opts.format, "must be one of " + ", ".join(FORMATS))
+    label = name or path
+    if content is None:
+        if not os.path.exists(path):
+            raise InputError("log", path, "does not exist", "give the path of a step log")
+        if os.path.isdir(path):
+            path = _resolve_dir(path, opts.format)
+            label = path
+    fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name)
+    from napkin.ledger.readers import hf, lightning, megatron, table, tensorboard, torchtitan
+
+    reader = {"csv": table.read_csv, "jsonl": table.read_jsonl, "parquet": table.read_parquet, "hf": hf.read,
+              "lightning": lightning.read, "megatron": megatron.read, "torchtitan": torchtitan.read,
+              "tensorboard": tensorboard.read}[fmt]
+    if fmt == "tensorboard" and content is not None:
+        raise InputError("format", "tensorboard", "cannot be read from an upload", "give the path of the event file")
+    data = content if (content is not None or fmt in ("parquet", "tensorboard")) else _read_bytes(path)
+    out = reader(data if data is not None else path, opts, label)
+    out.sniffed = why
+    if why:
+        out.notes.insert(0, f"format: {fmt} (auto: {why})")
+    return out
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _resolve_dir(path: str, fmt: str) -> str:
+    """A folder: a Lightning log dir (metrics.csv), an HF checkpoint (trainer_state.json), or TensorBoard."""
+    for fname in ("trainer_state.json", "metrics.csv"):
+        if os.path.exists(os.path.join(path, fname)) and fmt in ("auto", "hf" if fname.endswith("json") else "lightning"):
+            return os.path.join(path, fname)
+    events = sorted(f for f in os.listdir(path) if "tfevents" in f)
+    if events:
+        return path
+    raise InputError("log", path, "is a folder with no trainer_state.json, metrics.csv or TensorBoard event file",
+                     "give the log file itself")
+
+
+def sniff(path: str, content: bytes | None = None, name: str | None = None) -> tuple[str, str]:
+    """(format, why) from the file name and its first bytes."""
+    base = os.path.basename(name or path).lower()
+    if content is None and os.path.isdir(path):
+        return "tensorboard", "a folder of TensorBoard event files"
+    if "tfevents" in base:
+        return "tensorboard", "the file name is a TensorBoard event file"
+    if base.endswith((".parquet", ".pq")):
+        return "parquet", "the file name ends in .parquet"
+    if content is None:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    else:
+        head = content[:65536]
+    if head.startswith(b"PAR1"):
+        return "parquet", "the file starts with the Parquet magic bytes"
+    text = head.decode("utf-8", errors="replace")
+    stripped = text.lstrip()
+    if base == "trainer_state.json" or (stripped.startswith("{") and '"log_history"' in text):
+        return "hf", "a JSON object with log_history (Hugging Face trainer_state.json)"
+    if base.endswith((".jsonl", ".ndjson")) or (stripped.startswith("{") and "\n" in stripped):
+        return "jsonl", "lines of JSON objects"
+    import re
+
+    if re.search(r"iteration\s+\d+\s*/\s*\d+\s*\|", text):
+        return "megatron", "lines match 'iteration N/ M |' (Megatron-LM)"
+    if re.search(r"step:\s*\d+\s+.*loss:\s*[-\d.]", text):
+        return "torchtitan", "lines match 'step: N  loss: X' (torchtitan)"
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    cols = [c.strip().strip('"') for c in first.split(",")]
+    if "step" in cols and "epoch" in cols and "t_wall" not in cols:
+        return "lightning", "a CSV header with epoch and step (Lightning CSVLogger metrics.csv)"
+    if len(cols) > 1:
+        return "csv", "a comma-separated header"
+    raise InputError("format", "auto", "could not tell the log's format",
+                     "give --format csv|jsonl|parquet|hf|lightning|megatron|torchtitan|tensorboard")

@@ -1,0 +1,40 @@
+"""PyTorch Lightning ``CSVLogger`` ``metrics.csv``.
+
+Lightning writes one row per logging call, so one step may span several rows (training
+metrics, validation metrics): consecutive rows with the same step are merged. The file
+has no wall clock unless napkin's ``NapkinLightningCallback`` logged ``napkin/t_wall``;
+without it, give ``--start`` and ``--end``.
+"""
+
+from __future__ import annotations
+
+from napkin.errors import InputError
+from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers.common import finish, interpolate_time, rename, time_to_seconds
+from napkin.ledger.readers.table import _extras_numeric, read_csv_frame
+
+
+def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
+    import polars as pl
+
+    out = LogRead(frame=None, format="lightning", path=label)
+    df = read_csv_frame(data, opts, out)
+    df = rename(df, opts)
+    if "step" not in df.columns:
+        raise InputError("step", label, "is missing from metrics.csv", "give the CSVLogger's metrics.csv")
+    df = _extras_numeric(df).with_columns(pl.col("step").cast(pl.Float64, strict=False))
+    others = [c for c in df.columns if c not in ("line", "step", "_run")]
+    merged = (df.with_columns(pl.col("step").rle_id().alias("_run"))
+              .group_by("_run", maintain_order=True)
+              .agg([pl.col("line").first(), pl.col("step").first(),
+                    *[pl.col(c).drop_nulls().first() for c in others]])
+              .drop("_run"))
+    if merged.height < df.height:
+        out.notes.append(f"{df.height - merged.height} rows merged into the row of the same step "
+                         "(Lightning writes one row per logging call)")
+    if "t_wall" in merged.columns and merged["t_wall"].drop_nulls().len():
+        merged = time_to_seconds(merged, out)
+    else:
+        merged = interpolate_time(merged.filter(pl.col("step").is_not_null()), opts, out,
+                                  missing="CSVLogger writes no wall clock")
+    return finish(merged, opts, out)

@@ -1,0 +1,91 @@
+"""Megatron-LM stdout: the ``iteration N/ M | ...`` lines.
+
+A line looks like ``[2024-05-01 10:00:00] iteration      100/  500000 | consumed samples:
+51200 | elapsed time per iteration (ms): 2071.3 | ... | global batch size:   512 | lm loss:
+2.345678E+00 | ...``. The timestamp prefix may be absent: then wall time accumulates from
+the elapsed milliseconds, and the downtime of a restart is invisible (the report says so).
+The line has no sequence length: tokens per step = global batch size · ``--seq-len``.
+Other lines of the log are not records and are not counted as skipped; a line that says
+``iteration`` and ``|`` but does not parse is.
+"""
+
+from __future__ import annotations
+
+from napkin.errors import InputError
+from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers.common import finish
+from napkin.units import MILLION
+
+TS = r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*)?"
+ITER = TS + r"iteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)$"
+NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+FIELDS = {
+    "consumed_samples": r"consumed samples:\s*" + NUM,
+    "elapsed_ms": r"elapsed time per iteration \(ms\):\s*" + NUM,
+    "learning_rate": r"learning rate:\s*" + NUM,
+    "global_batch_size": r"global batch size:\s*" + NUM,
+    "loss": r"lm loss:\s*" + NUM,
+    "loss_scale": r"loss scale:\s*" + NUM,
+    "grad_norm": r"grad norm:\s*" + NUM,
+    "skipped_iterations": r"number of skipped iterations:\s*" + NUM,
+    "nan_iterations": r"number of nan iterations:\s*" + NUM,
+}
+
+
+def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
+    import polars as pl
+
+    out = LogRead(frame=None, format="megatron", path=label)
+    lines = pl.Series("raw", data.decode("utf-8", errors="replace").split("\n"))
+    df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
+    df = df.filter(pl.col("raw").str.contains(r"iteration\s+\d") & pl.col("raw").str.contains("|", literal=True))
+    if df.height == 0:
+        from napkin.ledger.records import NotEnoughRecords
+
+        raise NotEnoughRecords("log", label, "has no Megatron-LM 'iteration N/ M |' line",
+                         "give the training stdout of Megatron-LM, or another --format")
+    parts = df.with_columns(pl.col("raw").str.extract_groups(ITER).alias("m")).unnest("m")
+    parts = parts.with_columns([pl.col("rest").str.extract(rx, 1).cast(pl.Float64, strict=False).alias(name)
+                                for name, rx in FIELDS.items()])
+    elapsed_missing = pl.col("elapsed_ms").is_null()
+    parts = parts.with_columns(
+        pl.when(pl.col("it").is_null()).then(pl.lit("an 'iteration' line that does not parse"))
+        .when(elapsed_missing).then(pl.lit("no 'elapsed time per iteration (ms)'"))
+        .otherwise(None).alias("_malformed"),
+        pl.col("it").cast(pl.Float64, strict=False).alias("step"),
+    )
+    has_ts = parts.filter(pl.col("it").is_not_null())["ts"].is_not_null()
+    if has_ts.len() and bool(has_ts.all()):
+        ts = parts["ts"].str.replace(",", ".").str.to_datetime(strict=False, time_unit="us")
+        parts = parts.with_columns((ts.dt.replace_time_zone("UTC").dt.epoch("us").cast(pl.Float64) / MILLION)
+                                   .alias("t_wall"))
+        out.notes.append("wall time from each line's timestamp (read as UTC; 1 s resolution)")
+    else:
+        if has_ts.len() and bool(has_ts.any()):
+            out.warnings.append(("mixed-timestamps", "some iteration lines have a timestamp and some do not: "
+                                 "wall time accumulates from elapsed ms for all"))
+        good = parts.filter(pl.col("_malformed").is_null())
+        d = good["step"].diff().fill_null(0.0)
+        stride = d.filter(d > 0).median() or 1.0
+        # steps run between two lines: the step difference, or one log interval after a restart
+        steps_run = pl.Series([x if x > 0 else stride for x in d.to_list()], dtype=pl.Float64)
+        if steps_run.len():
+            steps_run[0] = 0.0
+        t = (steps_run * good["elapsed_ms"] / 1e3).cum_sum()
+        parts = parts.join(good.select("line").with_columns(t.alias("t_wall")), on="line", how="left")
+        out.time_absolute = False
+        out.warnings.append(("time-from-elapsed", "the lines carry no timestamp: wall time accumulates from "
+                             "'elapsed time per iteration', so time between runs (restarts, queueing) is not "
+                             "counted; log with timestamps for the paid time"))
+    if opts.tokens_per_step is None:
+        if opts.seq_len is None:
+            raise InputError("seq_len", "nothing", "is required for Megatron-LM logs (the lines carry no "
+                             "sequence length)", "give --seq-len 4096, or --tokens-per-step")
+        parts = parts.with_columns((pl.col("global_batch_size") * opts.seq_len).alias("tokens"))
+        out.notes.append(f"tokens per step = global batch size · seq_len ({opts.seq_len:g})")
+    if opts.gpus is None:
+        raise InputError("gpus", "nothing", "is required for Megatron-LM logs (the lines carry no GPU count)",
+                         "give --gpus K (GPUs allocated)")
+    parts = parts.drop(["raw", "it", "total", "rest", "ts"])
+    return finish(parts, opts, out)
+

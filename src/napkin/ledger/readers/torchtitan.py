@@ -1,0 +1,79 @@
+"""torchtitan log lines: ``step: N  loss: X  ...  tps: 5,123  tflops: ...  mfu: 25.30%``.
+
+torchtitan's metrics processor prints, every ``log_freq`` steps, a line like
+``[titan] 2025-01-01 10:00:00,000 - root - INFO - step: 10  loss:  7.1234  grad_norm: ...
+memory: 30.12GiB(38.05%)  tps: 5,123  tflops: 250.12  mfu: 25.30%`` (colour codes are
+stripped). ``tps`` is tokens per second per GPU. Wall time comes from the logging
+prefix's timestamp. Tokens per step: ``--tokens-per-step`` (global batch · sequence
+length), or estimated as tps · GPUs · seconds / steps between lines, with a warning.
+Validation lines (``validate step:``) are not training steps.
+"""
+
+from __future__ import annotations
+
+from napkin.errors import InputError
+from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers.common import finish
+from napkin.units import MILLION
+
+ANSI = r"\x1b\[[0-9;]*m"
+STEP = r"(?:^|\s)step:\s*(\d+)\s"
+TS = r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+NUM = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+FIELDS = {
+    "loss": r"\sloss:\s*" + NUM,
+    "grad_norm": r"grad_norm:\s*" + NUM,
+    "memory_gib": r"memory:\s*" + NUM + r"\s*GiB",
+    "tps": r"tps:\s*" + NUM,
+    "tflops": r"tflops:\s*" + NUM,
+    "mfu_logged": r"mfu:\s*" + NUM + r"\s*%",
+}
+
+
+def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
+    import polars as pl
+
+    out = LogRead(frame=None, format="torchtitan", path=label)
+    lines = pl.Series("raw", data.decode("utf-8", errors="replace").split("\n"))
+    df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(
+        pl.col("line").cast(pl.Int64), pl.col("raw").str.replace_all(ANSI, ""))
+    df = df.filter(pl.col("raw").str.contains(r"(?:^|\s)step:\s*\d") & ~pl.col("raw").str.contains("validat")
+                   & pl.col("raw").str.contains("loss:", literal=True))
+    if df.height == 0:
+        from napkin.ledger.records import NotEnoughRecords
+
+        raise NotEnoughRecords("log", label, "has no torchtitan 'step: N  loss: X' line",
+                         "give torchtitan's training log, or another --format")
+    df = df.with_columns(
+        pl.col("raw").str.extract(STEP, 1).cast(pl.Float64, strict=False).alias("step"),
+        pl.col("raw").str.extract(TS, 1).alias("ts"),
+        *[pl.col("raw").str.extract(rx, 1).str.replace_all(",", "").cast(pl.Float64, strict=False).alias(name)
+          for name, rx in FIELDS.items()],
+    )
+    df = df.with_columns((pl.col("mfu_logged") / 100).alias("mfu_logged"))
+    if df["ts"].drop_nulls().len() == 0:
+        raise InputError("t_wall", label, "is not in the torchtitan lines (no timestamp prefix)",
+                         "keep the logging prefix with its time ('[titan] 2025-01-01 10:00:00,000 - ...')")
+    ts = df["ts"].str.replace(",", ".").str.to_datetime(strict=False, time_unit="us")
+    df = df.with_columns((ts.dt.replace_time_zone("UTC").dt.epoch("us").cast(pl.Float64) / MILLION).alias("t_wall"))
+    df = df.with_columns(pl.when(pl.col("loss").is_null()).then(pl.lit("a step line without a readable loss"))
+                         .otherwise(None).alias("_malformed")).drop(["raw", "ts"])
+    out.notes.append("wall time from each line's timestamp (read as UTC)")
+    if opts.gpus is None:
+        raise InputError("gpus", "nothing", "is required for torchtitan logs (the lines carry no GPU count)",
+                         "give --gpus K (GPUs allocated)")
+    if opts.tokens_per_step is None:
+        good = df.filter(pl.col("step").is_not_null() & pl.col("t_wall").is_not_null() & pl.col("tps").is_not_null())
+        ds = good["step"].diff()
+        dt = good["t_wall"].diff()
+        est = (good["tps"] * opts.gpus * dt / ds).filter((ds > 0) & (dt > 0))
+        if est.len() == 0:
+            raise InputError("tokens_per_step", "nothing", "is required (too few step lines to estimate it from tps)",
+                             "give --tokens-per-step (global batch × sequence length)")
+        per_step = float(est.median())
+        df = df.with_columns(pl.lit(per_step).alias("tokens"))
+        out.warnings.append(("tokens-estimated",
+                             f"tokens per step estimated as {per_step:,.0f} from tps · gpus · seconds / steps "
+                             "(median over lines); give --tokens-per-step (global batch × sequence length) "
+                             "for exact figures"))
+    return finish(df, opts, out)

@@ -1,0 +1,107 @@
+"""Step records from one or more logs, in run order, checked: the input of the arithmetic.
+
+Several logs of one run (a restart that wrote a new file) are put in time order by their
+first record when their clocks are Unix time; logs timed from their own start are
+chained in the order given. Exact duplicates (same step at the same time, a line written
+twice) are dropped and counted. Time must not go backwards: a log out of order is an
+error that names the lines, never a silent re-sort that would hide a restart.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from napkin.errors import InputError
+
+
+class NotEnoughRecords(InputError):
+    """The log has too few records (yet) for a cost: empty, one record, or no forward progress."""
+
+
+@dataclass
+class Records:
+    """Parallel arrays in log order (numpy), and where each record came from."""
+
+    step: Any
+    t_wall: Any
+    gpus: Any
+    tokens: Any
+    line: Any
+    source: Any  # index into ``sources``
+    sources: list[str]
+    time_absolute: bool = True
+    duplicates: int = 0
+    location: str = "line"
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. mfu_logged, loss (numpy, aligned)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def where(self, i: int) -> str:
+        return f"{self.sources[int(self.source[i])]}:{self.location} {int(self.line[i])}"
+
+
+def _fmt_t(t: float, absolute: bool) -> str:
+    if absolute:
+        return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+    return f"{t:g} s"
+
+
+def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged", "loss")) -> Records:
+    """One Records from several LogReads; duplicates dropped and counted; time order checked."""
+    import numpy as np
+    import polars as pl
+
+    if not reads:
+        raise InputError("logs", "nothing", "is required", "give one or more step logs")
+    frames = []
+    absolute = all(r.time_absolute for r in reads)
+    if not absolute and any(r.time_absolute for r in reads) and len(reads) > 1:
+        raise InputError("logs", ", ".join(r.path for r in reads),
+                         "mix Unix timestamps and seconds-from-start", "give logs with one kind of clock")
+    order = list(range(len(reads)))
+    if absolute:
+        order.sort(key=lambda i: reads[i].frame["t_wall"].min() if reads[i].frame.height else float("inf"))
+    offset = 0.0
+    for idx in order:
+        r = reads[idx]
+        f = r.frame
+        if f.height == 0:
+            continue
+        keep = ["line", "step", "t_wall", "gpus_allocated", "tokens",
+                *[c for c in extra_columns if c in f.columns]]
+        f = f.select(keep).with_columns(pl.lit(idx, dtype=pl.Int32).alias("source"))
+        if not absolute and len(reads) > 1:
+            f = f.with_columns(pl.col("t_wall") - f["t_wall"][0] + offset)
+            offset = float(f["t_wall"][-1])
+        frames.append(f)
+    if not frames:
+        shown = reads[0]
+        detail = ""
+        if shown.skipped:
+            detail = f" ({shown.skipped_count} skipped: " + "; ".join(
+                f"{shown.location} {n}: {why}" for n, why in shown.skipped[:3]) + ")"
+        raise NotEnoughRecords("log", ", ".join(r.path for r in reads), "has no step records" + detail,
+                         "give a log with step, t_wall, gpus_allocated and tokens per record")
+    df = pl.concat(frames, how="diagonal_relaxed")
+    n_before = df.height
+    df = df.filter(pl.struct(["step", "t_wall"]).is_first_distinct())
+    duplicates = n_before - df.height
+    sources = [r.path for r in reads]
+    rec = Records(step=df["step"].to_numpy(), t_wall=df["t_wall"].to_numpy(), gpus=df["gpus_allocated"].to_numpy(),
+                  tokens=df["tokens"].to_numpy(), line=df["line"].to_numpy(), source=df["source"].to_numpy(),
+                  sources=sources, time_absolute=absolute, duplicates=duplicates, location=reads[0].location,
+                  extras={c: df[c].cast(pl.Float64).to_numpy() for c in extra_columns if c in df.columns})
+    if len(rec) == 1:
+        raise NotEnoughRecords("log", sources[0], f"has one step record (step {int(rec.step[0])} at "
+                         f"{rec.location} {int(rec.line[0])}): a cost needs at least two, and the time between them",
+                         "give a longer log")
+    back = np.flatnonzero(np.diff(rec.t_wall) < 0)
+    if back.size:
+        i = int(back[0]) + 1
+        raise InputError("t_wall", rec.where(i), f"goes backwards ({_fmt_t(rec.t_wall[i], absolute)} after "
+                         f"{_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)}; {back.size} place(s))",
+                         "a step log must be in time order; give each restart's log as its own file")
+    return rec
