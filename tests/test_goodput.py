@@ -148,3 +148,11 @@ def test_bad_input_names_the_field(raw, field, words):
         calculate("goodput", raw)
     assert e.value.field == field
     assert words in str(e.value)
+
+
+def test_napkin_train_goodput_auto_uses_the_same_derivation():
+    """`napkin train --goodput auto` imports these formulas: the same inputs give the same goodput."""
+    g = calculate("goodput", gpus=16384, mtbf_per_gpu="50000h", checkpoint="60s", restart="10min")
+    t = calculate("train", params="405B", tokens="15.6T", gpus=16384, goodput="auto", mtbf_per_gpu="50000h",
+                  checkpoint_time="60s", restart_time="10min")
+    assert t["goodput"] == pytest.approx(g["goodput"], rel=1e-12)

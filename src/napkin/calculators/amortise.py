@@ -133,9 +133,10 @@ def run_amortise(req: AmortiseRequest) -> Report:
     if d is not None:
         if n is not None:
             r.set("params", n, "count")
+        r.set("tokens", d, "count")
+        if n is not None:
             r.step("train_flops", "6 · N · D", value=fl.train_flops(n, n_tokens=d), unit="flops",
                    N=(n, "count"), D=(d, "count"))
-        r.set("tokens", d, "count")
         x = r.step("crossover_tokens", "6·N·D / (2·N) = 3 · D", value=sc.crossover_tokens(d), unit="count",
                    D=(d, "count"))
         if req.per_day:

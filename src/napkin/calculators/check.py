@@ -201,12 +201,10 @@ def run_check(req: CheckRequest) -> Report:
             listed.append("every paid hour productive (goodput 1)")
 
         price = req.price
-        price_basis = "given"
         if price is None:
             ref = reference_price(g.key)
             if ref is not None:
                 price = float(ref["usd_per_gpu_hour"])
-                price_basis = "catalog"
                 r.assume("price", price, _price_note(g.key, ref), unit="usd_per_hour", basis="catalog")
         else:
             r.assume("price", price, "given", unit="usd_per_hour", basis="given")
@@ -234,7 +232,9 @@ def run_check(req: CheckRequest) -> Report:
             if price is not None:
                 r.step("implied_usd", f"{source} · price", value=hours * price, unit="usd",
                        price=(price, "usd_per_hour"))
-                listed.append(f"price {fmt(price, 'usd_per_hour')} ({price_basis})")
+            if req.precision in ("bf16", "fp16") and g.supports("fp8"):
+                r.note(f"MFU against the {req.precision} peak; a run that computed in fp8 has twice the peak and "
+                       "half this MFU (--precision fp8)")
             if req.claimed_usd is not None:
                 r.step("implied_usd_per_gpu_hour", f"claimed_usd / {source}",
                        value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=hours), unit="usd_per_hour")

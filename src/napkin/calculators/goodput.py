@@ -123,8 +123,8 @@ def run_goodput(req: GoodputRequest) -> Report:
                               "optimistic here; expect less goodput, or checkpoint faster")
     if g_opt <= 0:
         r.warn("no-progress", "the job restarts faster than it can make progress at this MTBF")
-    r.note(f"goodput is the fraction of paid time that trains; feed it to `napkin train --goodput {g_opt:.3f}` "
-           "(or --goodput auto)")
+    r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
+           f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h --checkpoint-time {delta:g}s --restart-time {restart:g}s")
     return r
 
 
