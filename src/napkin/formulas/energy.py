@@ -1,0 +1,20 @@
+"""Energy of a training run from GPU-hours, board power and facility overhead."""
+
+from __future__ import annotations
+
+from napkin.units import KILO
+
+
+def gpu_energy_kwh(gpu_hours: float, *, tdp_watts: float, pue: float = 1.0) -> float:
+    """energy_kwh = gpu_hours · TDP · PUE / 1000
+
+    TDP (the board's rated power) is an upper bound assumption for what a GPU draws:
+    real training averages below it, while the host CPUs, memory, network and storage
+    around it (not counted here) draw more. PUE scales IT power to facility power
+    (cooling, conversion losses); 1.0 counts the GPUs alone.
+    Trap: energy figures vary by orders of magnitude because of what they include; say
+    what this one counts (GPU boards at TDP, times PUE) next to the number.
+    Source: seed 002, "when someone quotes an energy figure, ask what it includes";
+    PUE as defined by The Green Grid (total facility power / IT equipment power).
+    """
+    return gpu_hours * tdp_watts * pue / KILO

@@ -1,0 +1,106 @@
+"""Training economics: throughput per GPU, GPU-hours, marginal and loaded cost, cluster size.
+
+Every function is arithmetic only, so each works on floats and on numpy arrays alike
+(the planner sweeps them); none branches on a value.
+"""
+
+from __future__ import annotations
+
+from napkin.units import HOUR, MILLION
+
+# a ratio within this of a whole number is that number: 16.000000001 GPUs is 16, not 17
+_CEIL_SLACK = 1e-9
+
+
+def tokens_per_gpu_s(dense_flops_per_s: float, *, mfu: float, goodput: float, flops_per_token: float) -> float:
+    """tokens_per_gpu_s = peak · MFU · goodput / flops_per_token
+
+    MFU is the fraction of the dense peak spent on model arithmetic while the job runs;
+    goodput is the fraction of paid wall-clock time that makes forward progress.
+    Trap: a sparse or wrong-precision peak inflates this by 2x; and MFU alone (without
+    goodput) counts restart and checkpoint time as if it trained.
+    Source: seed 001, "tokens_per_gpu_second = peak_flops * mfu * goodput / (6 * N)"
+    (989e12 · 0.40 · 0.90 / 42e9 = 8,477 tokens/s).
+    """
+    return dense_flops_per_s * mfu * goodput / flops_per_token
+
+
+def gpu_hours(n_tokens: float, *, tokens_per_gpu_s: float) -> float:
+    """gpu_hours = D / tokens_per_gpu_s / 3600
+
+    D is advanced tokens: the step counter times tokens per step at the end of the run.
+    Trap: processed tokens (recomputed after rollbacks) flatter the figure; count
+    allocated GPU time, not busy time.
+    Source: seed 001 (7B on 2T tokens at 8,477 tokens/GPU·s: 65,536 GPU-hours).
+    """
+    return n_tokens / tokens_per_gpu_s / HOUR
+
+
+def marginal_usd(gpu_hours: float, *, usd_per_gpu_hour: float) -> float:
+    """marginal_usd = gpu_hours · usd_per_gpu_hour
+
+    What the final run costs if nothing else happens: a real lower bound, not the cost
+    of the model.
+    Trap: quoting marginal as total; and a list price instead of a loaded hourly price.
+    Source: seed 001 (65,536 GPU-hours at $2.50: $163,840, "the number people quote").
+    """
+    return gpu_hours * usd_per_gpu_hour
+
+
+def loaded_usd(marginal_usd: float, *, overhead_multiplier: float, fixed_usd: float = 0.0) -> float:
+    """loaded_usd = marginal · (1 + Σ overheads) + fixed
+
+    Overheads (experiments, lost work, evaluation, idle capacity, ...) are multipliers on
+    the final run's compute; fixed spend (data, licensing) is added once.
+    Trap: a plan built on the marginal figure runs out of money by the multiplier.
+    Source: seed 001 ($163,840 · (1 + 0.60 + 0.15 + 0.05 + 0.20) + $60,000 = $387,679).
+    """
+    return marginal_usd * (1.0 + overhead_multiplier) + fixed_usd
+
+
+def usd_per_million_tokens(usd: float, *, n_tokens: float) -> float:
+    """usd_per_M = usd / tokens · 1e6
+
+    Trap: the denominator. Advanced tokens for planning and hardware comparison, unique
+    tokens for data cost; write the definition next to the number.
+    Source: seed 001 ($163,840 over 2T advanced tokens: $0.082 per million).
+    """
+    return usd / n_tokens * MILLION
+
+
+def wall_seconds(n_tokens: float, *, tokens_per_gpu_s: float, n_gpus: float) -> float:
+    """wall_s = D / (tokens_per_gpu_s · n_gpus)
+
+    Calendar time of the final run: goodput in tokens_per_gpu_s already counts restarts.
+    Trap: scaling is assumed linear in GPUs; communication that does not overlap lowers
+    MFU at scale, and that belongs in the MFU given for this cluster size.
+    Source: seed 004, "seconds = train_flops ÷ (gpus × peak_flops × MFU)".
+    """
+    return n_tokens / (tokens_per_gpu_s * n_gpus)
+
+
+def gpus_for_deadline(n_tokens: float, *, tokens_per_gpu_s: float, deadline_s: float) -> float:
+    """n_gpus = ceil(D / (tokens_per_gpu_s · deadline))
+
+    Whole GPUs, rounded up; a ratio within 1e-9 of an integer counts as that integer.
+    Array-safe (floor division, no ``math.ceil``).
+    Trap: rounding down misses the deadline; and the deadline is calendar time, so
+    goodput must be in tokens_per_gpu_s or the cluster is too small.
+    Source: seed 000, "GPU-Hours and Time to Train: ... invert for a deadline".
+    """
+    ratio = n_tokens / (tokens_per_gpu_s * deadline_s)
+    return -((_CEIL_SLACK - ratio) // 1.0)
+
+
+def delivered_flops_per_usd(dense_flops_per_s: float, *, mfu: float, usd_per_gpu_hour: float,
+                            goodput: float = 1.0) -> float:
+    """delivered = peak · MFU · goodput / (usd_per_gpu_hour / 3600)   (FLOP of model work per dollar)
+
+    Cost per token is flops_per_token divided by this, so ranking parts by it ranks them
+    by cost per token.
+    Trap: comparing peaks or prices alone. The MFU gap between a mature and an immature
+    software stack is often larger than the price gap between two GPU generations.
+    Source: seed 001 (2.2x the peak at 35% MFU for 1.8x the price: 2.2 · 0.35 / 1.8 = 0.43
+    against 0.40, about 7% cheaper per token).
+    """
+    return dense_flops_per_s * mfu * goodput / (usd_per_gpu_hour / HOUR)

@@ -1,0 +1,395 @@
+"""The train calculator and its formulas: defaults and their labels, denominators, deadlines,
+goodput from failure rates, calibration, FLOPs conventions, sensitivity and errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from napkin import calculate, catalog
+from napkin.errors import InputError, UnsupportedPrecision
+from napkin.formulas import energy, training as T
+from napkin.units import DAY, HOUR, WEEK
+
+PRICED = {"params": "7B", "tokens": "2T", "price": "2.50/h"}
+SEED_OVERHEAD = {"experiments": 0.6, "lost": 0.15, "eval": 0.05, "idle": 0.2}
+
+
+def train(**kw):
+    return calculate("train", {**PRICED, **kw})
+
+
+def assumption(r, name):
+    (a,) = [a for a in r.assumptions if a.name == name]
+    return a
+
+
+def codes(r):
+    return [w.code for w in r.warnings]
+
+
+# ------------------------------------------------------------------------------- formulas
+def test_tokens_per_gpu_s_is_the_seed_formula():
+    # seed 001: 989e12 · 0.40 · 0.90 / (6 · 7e9) = 8,477.1
+    assert T.tokens_per_gpu_s(989e12, mfu=0.4, goodput=0.9, flops_per_token=42e9) == pytest.approx(8477.142857)
+
+
+def test_gpus_for_deadline_rounds_up_but_not_past_a_whole_number():
+    # exactly 16 GPUs' worth is 16, not 17; a little more is 17
+    assert T.gpus_for_deadline(16 * 1000 * 3600, tokens_per_gpu_s=1000, deadline_s=3600) == 16
+    assert T.gpus_for_deadline(16.01 * 1000 * 3600, tokens_per_gpu_s=1000, deadline_s=3600) == 17
+    assert T.gpus_for_deadline(0.2, tokens_per_gpu_s=1, deadline_s=1) == 1
+
+
+def test_gpus_for_deadline_is_array_safe():
+    import numpy as np
+    got = T.gpus_for_deadline(np.array([16.0, 16.01, 0.2]) * 3600, tokens_per_gpu_s=1.0, deadline_s=3600)
+    assert got.tolist() == [16.0, 17.0, 1.0]
+    tps = T.tokens_per_gpu_s(np.array([989e12, 2.25e15]), mfu=0.4, goodput=0.9, flops_per_token=42e9)
+    assert tps.shape == (2,)
+
+
+def test_loaded_usd_is_the_seed_sum():
+    # seed 001: $163,840 · (1 + 1.0) + $60,000 = $387,680
+    assert T.loaded_usd(163_840, overhead_multiplier=1.0, fixed_usd=60_000) == 387_680
+
+
+def test_energy_is_gpu_hours_times_tdp_times_pue():
+    # 65,536 GPU-hours at 700 W and PUE 1.2: 55,050 kWh
+    assert energy.gpu_energy_kwh(65_536, tdp_watts=700, pue=1.2) == pytest.approx(65_536 * 0.7 * 1.2)
+
+
+def test_delivered_flops_per_usd():
+    # 989e12 · 0.4 FLOP/s for $2.50 an hour: 5.7e17 FLOP of model work per dollar
+    assert T.delivered_flops_per_usd(989e12, mfu=0.4, usd_per_gpu_hour=2.5) == pytest.approx(989e12 * 0.4 * 3600 / 2.5)
+
+
+# ------------------------------------------------------------------------ defaults, labels
+def test_defaults_are_labelled_assumptions():
+    r = calculate("train", {"params": "7B", "tokens": "2T"})
+    assert assumption(r, "gpu").value == "h100-sxm"
+    assert assumption(r, "mfu").basis == "assumed" and r["mfu"] == 0.4
+    assert "short full-scale trial" in assumption(r, "mfu").note
+    assert assumption(r, "goodput").basis == "assumed" and r["goodput"] == 0.9
+    price = assumption(r, "price")
+    ref = catalog.table("prices")["gpu_hour"]["h100-sxm"]
+    assert price.basis == "reference" and r["price"] == ref["usd_per_gpu_hour"]
+    assert ref["date"] in price.note and ref["date"] in r["price_basis"]
+    assert "list-price" in codes(r)
+    assert "assumed: gpu = h100-sxm; mfu = 40%; goodput = 90%" in r.text()
+
+
+def test_reference_price_of_another_part():
+    r = calculate("train", {"params": "7B", "tokens": "2T", "gpu": "h200"})
+    ref = catalog.table("prices")["gpu_hour"]["h200"]
+    assert r["price"] == ref["usd_per_gpu_hour"]
+    assert r["price_basis"] == f"reference list price, {ref['date']}"
+
+
+def test_no_gpu_and_no_price_with_a_hand_peak_uses_the_seed_illustrative_price():
+    r = calculate("train", {"params": "7B", "tokens": "2T", "peak": "989T"})
+    assert r["price"] == 2.5
+    assert r["price_basis"] == "illustrative seed figure"
+    assert assumption(r, "price").basis == "reference"
+    assert "illustrative-price" in codes(r)
+    assert "gpu" not in r.results and "energy_kwh" not in r.results  # no part, no TDP
+
+
+def test_a_given_price_is_not_a_warning():
+    r = train(gpu="h100")
+    assert r["price_basis"] == "given" and not codes(r)
+
+
+def test_the_output_names_the_flops_convention():
+    assert train()["flops_convention"] == "6N"
+    assert "flops_convention        6N" in train().text()
+
+
+# -------------------------------------------------------------------------- denominators
+def test_tokens_and_unique_give_epochs():
+    r = train(unique_tokens="500B")
+    assert r["epochs"] == 4 and r["unique_tokens"] == 500e9 and r["advanced_tokens"] == 2e12
+
+
+def test_tokens_and_epochs_give_unique():
+    r = train(epochs=4)
+    assert r["unique_tokens"] == 500e9
+
+
+def test_unique_alone_is_one_epoch_assumed():
+    r = calculate("train", {"params": "7B", "unique_tokens": "1T", "price": "2.5"})
+    assert r["advanced_tokens"] == 1e12 and assumption(r, "epochs").value == 1
+
+
+def test_inconsistent_token_counts_are_an_error():
+    with pytest.raises(InputError, match="epochs does not match"):
+        train(unique_tokens="500B", epochs=3)
+    with pytest.raises(InputError, match="unique_tokens exceeds the advanced tokens"):
+        train(unique_tokens="3T")
+    with pytest.raises(InputError, match="epochs needs --unique-tokens"):
+        calculate("train", {"params": "7B", "epochs": 2})
+
+
+def test_data_cost_is_spread_over_unique_tokens_and_is_in_loaded():
+    r = train(unique_tokens="500B", data_usd="1M", fixed_usd="60k", overhead=SEED_OVERHEAD)
+    per_m = r["usd_per_million_tokens"]
+    assert per_m["data_per_unique"] == pytest.approx(1e6 / 500e9 * 1e6)  # $2 per million unique tokens
+    assert r["loaded_usd"] == pytest.approx(r["marginal_usd"] * 2 + 60e3 + 1e6)
+    assert per_m["loaded"] == pytest.approx(r["loaded_usd"] / 2e12 * 1e6)
+    assert r["cost_breakdown_usd"]["data"] == 1e6
+
+
+def test_data_without_unique_tokens_assumes_one_epoch():
+    r = train(data_usd="200k")
+    assert r["usd_per_million_tokens"]["data_per_unique"] == pytest.approx(0.1)
+    assert assumption(r, "unique_tokens").value == 2e12
+
+
+def test_the_models_published_tokens_are_the_default():
+    r = calculate("train", {"model": "llama-3.1-70b", "price": "2.5"})
+    assert r["advanced_tokens"] == 15e12 and assumption(r, "tokens").basis == "catalog"
+
+
+# ------------------------------------------------------------------------ gpus / deadline
+def test_deadline_gives_gpus_and_the_wall_time_they_give():
+    r = train(deadline="3w")
+    n = r["gpus_needed"]
+    assert isinstance(n, int)
+    assert r["wall_s"] <= 3 * WEEK
+    assert r["wall_s"] * n / (n - 1) > 3 * WEEK  # one fewer GPU misses it
+    assert train(gpus=n)["wall_s"] == pytest.approx(r["wall_s"])
+
+
+def test_an_infeasible_deadline_is_an_error_not_a_number():
+    with pytest.raises(InputError) as exc:
+        calculate("train", {"params": "70B", "tokens": "15T", "deadline": "1d", "price": "2.5"})
+    msg = str(exc.value)
+    assert msg.startswith("deadline is infeasible: it needs 204,696 GPUs, more than --max-gpus 100,000")
+    assert "allow 2.047 d or more" in msg
+    r = calculate("train", {"params": "70B", "tokens": "15T", "deadline": "1d", "price": "2.5", "max_gpus": 300_000})
+    assert r["gpus_needed"] == 204_696
+
+
+def test_gpus_and_deadline_together_are_an_error():
+    with pytest.raises(InputError, match="deadline cannot be given with --gpus"):
+        train(gpus=8, deadline="1w")
+
+
+def test_too_few_gpus_for_the_state_is_warned():
+    r = calculate("train", {"params": "70B", "tokens": "1T", "gpus": 8, "gpu": "h100", "price": "2.5"})
+    assert "state-does-not-fit" in codes(r)
+    assert r["min_gpus_for_state"] == 18
+
+
+# --------------------------------------------------------------------- goodput auto (issue 4)
+FAILURES = {"mtbf_per_gpu": f"{50_000}h", "checkpoint_time": "60s", "restart_time": "10min"}
+
+
+def test_goodput_auto_from_failure_rates():
+    r = calculate("train", {"params": "70B", "tokens": "15T", "gpus": 16384, "goodput": "auto", "price": "2.5",
+                            **FAILURES})
+    m = 50_000 * HOUR / 16384  # the cluster is interrupted every ~3 hours
+    tau = math.sqrt(2 * 60 * m)  # Young-Daly
+    expect = 1 - (60 / tau + (tau / 2 + 600) / m)
+    assert r["cluster_mtbf_s"] == pytest.approx(m)
+    assert r["checkpoint_interval_s"] == pytest.approx(tau)
+    assert r["goodput"] == pytest.approx(expect)
+    assert 0.8 < r["goodput"] < 0.86
+
+
+def test_goodput_auto_with_a_given_interval():
+    r = calculate("train", {**PRICED, "gpus": 1024, "goodput": "auto", "checkpoint_interval": "30min", **FAILURES})
+    m = 50_000 * HOUR / 1024
+    assert r["goodput"] == pytest.approx(1 - (60 / 1800 + (900 + 600) / m))
+
+
+def test_goodput_auto_with_a_deadline_finds_a_consistent_cluster():
+    r = calculate("train", {"params": "70B", "tokens": "15T", "deadline": "60d", "goodput": "auto", "price": "2.5",
+                            **FAILURES})
+    n = r["gpus_needed"]
+    # the goodput is the one of the cluster found, and that cluster meets the deadline
+    m = 50_000 * HOUR / n
+    tau = math.sqrt(2 * 60 * m)
+    assert r["goodput"] == pytest.approx(1 - (60 / tau + (tau / 2 + 600) / m))
+    assert r["wall_s"] <= 60 * DAY
+
+
+def test_goodput_auto_needs_the_failure_model_and_a_cluster():
+    with pytest.raises(InputError, match="give --mtbf-per-gpu, --checkpoint-time, --restart-time"):
+        train(goodput="auto", gpus=8)
+    with pytest.raises(InputError, match="needs the cluster size"):
+        train(goodput="auto", **FAILURES)
+
+
+@pytest.mark.parametrize("bad,fix", [("0", None), ("90", "did you mean 0.90?"), ("1.5", None)])
+def test_goodput_out_of_range(bad, fix):
+    with pytest.raises(InputError) as exc:
+        train(goodput=bad)
+    assert str(exc.value).startswith(f"goodput must be in (0, 1]; got {bad}")
+    if fix:
+        assert fix in str(exc.value)
+
+
+# ----------------------------------------------------------------------------- calibration
+def _calibration(tmp_path, mfu="training_mfu = 0.41\ntraining_mfu_params = 7e9\n", key="h100-sxm"):
+    p = tmp_path / "cal.toml"
+    p.write_text(f'device = "NVIDIA H100 80GB HBM3"\ncatalog_key = "{key}"\ndate = "2026-05-01"\n'
+                 f"memory_bytes_per_s = 2.9e12\n{mfu}")
+    return str(p)
+
+
+def test_calibration_supplies_a_measured_mfu(tmp_path):
+    r = train(gpu="h100", calibration=_calibration(tmp_path))
+    assert r["mfu"] == 0.41
+    a = assumption(r, "mfu")
+    assert a.basis == "measured" and a.note == "measured on NVIDIA H100 80GB HBM3, 2026-05-01"
+    assert not codes(r)
+
+
+def test_an_explicit_mfu_overrides_the_calibration(tmp_path):
+    r = train(gpu="h100", mfu=0.35, calibration=_calibration(tmp_path))
+    assert r["mfu"] == 0.35 and assumption(r, "mfu").basis == "given"
+
+
+def test_calibration_from_another_part_or_model_size_is_warned(tmp_path):
+    r = train(gpu="b200", calibration=_calibration(tmp_path, "training_mfu = 0.3\ntraining_mfu_params = 124e6\n"))
+    assert codes(r) == ["calibration-device", "mfu-model-size"]
+
+
+def test_calibration_without_a_training_mfu_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="calibration has no training MFU"):
+        train(calibration=_calibration(tmp_path, ""))
+
+
+# ------------------------------------------------------------------------ FLOPs conventions
+def test_causal_and_full_add_the_attention_term():
+    m = catalog.model("llama-3.1-8b")
+    base = {"model": "llama-3.1-8b", "tokens": "1T", "price": "2.5", "seq_len": 8192}
+    six = calculate("train", base)["flops_per_token"]
+    causal = calculate("train", {**base, "flops_convention": "causal"})
+    full = calculate("train", {**base, "flops_convention": "full"})
+    attn = 6 * m.n_layers * m.n_heads * m.head_dim * 8192
+    assert six == pytest.approx(6 * m.params)
+    assert causal["attention_flops_per_token"] == pytest.approx(attn)
+    assert causal["flops_per_token"] == pytest.approx(six + attn)
+    assert full["flops_per_token"] == pytest.approx(six + 2 * attn)
+    assert causal["flops_convention"] == "causal"
+
+
+def test_6n_at_long_context_warns_that_attention_is_left_out():
+    r = calculate("train", {"model": "llama-3.1-8b", "tokens": "1T", "price": "2.5", "seq_len": "32k"})
+    assert "attention-ignored" in codes(r)
+    r = calculate("train", {"model": "llama-3.1-70b", "tokens": "1T", "price": "2.5", "seq_len": 2048})
+    assert "attention-ignored" not in codes(r)
+
+
+def test_causal_needs_a_model_and_a_sequence_length():
+    with pytest.raises(InputError, match="flops_convention needs the model's layers"):
+        train(flops_convention="causal", seq_len=8192)
+    with pytest.raises(InputError, match="seq_len is required with --flops-convention full"):
+        calculate("train", {"model": "llama-3.1-8b", "flops_convention": "full", "price": "2.5"})
+
+
+def test_moe_flops_use_active_params_and_state_uses_total():
+    m = catalog.model("deepseek-v3")
+    r = calculate("train", {"model": "deepseek-v3", "tokens": "14.8T", "gpu": "h800", "price": "2"})
+    assert r["flops_per_token"] == pytest.approx(6 * m.active_params)
+    assert r["training_static_bytes"] == pytest.approx(16 * m.params)
+
+
+# ------------------------------------------------------------------------------------ errors
+def test_mfu_out_of_range_suggests_the_fraction():
+    with pytest.raises(InputError) as exc:
+        train(mfu=40)
+    assert str(exc.value) == "mfu must be in (0, 1]; got 40 (did you mean 0.40?)"
+
+
+def test_a_precision_the_part_lacks():
+    with pytest.raises(UnsupportedPrecision, match="not supported by the A100"):
+        train(gpu="a100-sxm-80gb", precision="fp8")
+
+
+def test_an_overhead_without_a_value():
+    with pytest.raises(InputError, match="overhead must be NAME=VALUE; got experiments"):
+        train(overhead="experiments")
+
+
+def test_a_hand_peak_equal_to_a_sparse_figure_is_warned():
+    r = train(peak="1979T")
+    assert "sparse-peak" in codes(r)
+    assert "sparse-peak" not in codes(train(peak="989T"))
+
+
+def test_an_implausible_mfu_is_warned():
+    assert "mfu-high" in codes(train(mfu=0.75))
+    assert "mfu-high" not in codes(train(mfu=0.5))
+
+
+def test_params_or_model_is_required():
+    with pytest.raises(InputError, match="model is required"):
+        calculate("train", {"tokens": "2T"})
+
+
+# ------------------------------------------------------------------------------- overheads
+def test_loaded_is_marginal_times_overheads_plus_fixed():
+    r = train(overhead=SEED_OVERHEAD, fixed_usd="60k", gpu="h100")
+    assert r["loaded_usd"] == pytest.approx(r["marginal_usd"] * 2.0 + 60_000)
+    assert r["overhead_multiplier"] == pytest.approx(2.0)
+    parts = r["cost_breakdown_usd"]
+    assert sum(parts.values()) == pytest.approx(r["loaded_usd"])
+    assert parts["experiments"] == pytest.approx(0.6 * r["marginal_usd"])
+
+
+def test_no_overheads_says_loaded_is_not_yet_loaded():
+    r = train()
+    assert r["loaded_usd"] == r["marginal_usd"]
+    assert any("no --overhead given" in n for n in r.notes)
+
+
+def test_pue_scales_energy():
+    a, b = train(gpu="h100"), train(gpu="h100", pue=1.3)
+    assert b["energy_kwh"] == pytest.approx(1.3 * a["energy_kwh"])
+    assert a["energy_kwh"] == pytest.approx(a["gpu_hours"] * 0.7)
+
+
+# ----------------------------------------------------------------------------- sensitivity
+def test_sensitivity_ranks_inputs_by_swing():
+    r = train(peak="989T", mfu=0.4, goodput=0.9, overhead=SEED_OVERHEAD, fixed_usd="60k", sensitivity=True)
+    rows = r["sensitivity"]
+    swings = [row["swing_usd_per_million"] for row in rows]
+    assert swings == sorted(swings, reverse=True)
+    by = {row["input"]: row for row in rows}
+    base = r["usd_per_million_tokens"]["loaded"]
+    assert all(row["base_usd_per_million"] == pytest.approx(base) for row in rows)
+    # MFU ±20%: compute scales by 1/0.8 and 1/1.2
+    compute = base - 60e3 / 2e12 * 1e6
+    assert by["mfu"]["low_usd_per_million"] == pytest.approx(compute / 0.8 + 0.03)
+    assert by["mfu"]["high_usd_per_million"] == pytest.approx(compute / 1.2 + 0.03)
+    assert by["goodput"]["high_value"] == 1.0  # capped: goodput cannot pass 1
+    assert {"params", "tokens", "peak", "price", "fixed_usd", "overhead.experiments"} <= set(by)
+    assert rows[0]["input"] in ("peak", "mfu")
+    assert "sensitivity of loaded cost per million tokens" in r.text()
+
+
+def test_sensitivity_moves_seq_len_through_the_attention_term():
+    r = calculate("train", {"model": "llama-3.1-8b", "tokens": "1T", "price": "2.5", "seq_len": 8192,
+                            "flops_convention": "causal", "sensitivity": True})
+    by = {row["input"]: row for row in r["sensitivity"]}
+    assert by["seq_len"]["low_value"] == pytest.approx(8192 * 0.8)
+    assert by["seq_len"]["swing_usd_per_million"] < by["params"]["swing_usd_per_million"]
+
+
+def test_charts_from_the_report():
+    from napkin.calculators.train import TRAIN
+
+    r = train(overhead=SEED_OVERHEAD, fixed_usd="60k", sensitivity=True)
+    charts = TRAIN.charts(r)
+    assert set(charts) == {"cost", "sensitivity"}
+    cost = charts["cost"]["data"]["values"]
+    assert {row["bar"] for row in cost} == {"marginal", "loaded"}
+    assert sum(row["usd"] for row in cost if row["bar"] == "loaded") == pytest.approx(r["loaded_usd"])
+    tornado = charts["sensitivity"]["layer"][0]
+    assert len(charts["sensitivity"]["data"]["values"]) == 2 * len(r["sensitivity"])
+    assert tornado["encoding"]["x2"] == {"field": "to"}
+    assert set(TRAIN.charts(train())) == {"cost"}
