@@ -25,7 +25,7 @@ ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 RULE = "rule"
 CHOICES = ("o200k", "cl100k", RULE)
 CHARS_PER_TOKEN_RULE = 4.0  # seed 003: 1 token ≈ 4 characters ≈ ¾ of an English word
-RULE_LABEL = "4-characters rule (estimate)"
+RULE_LABEL = "estimate: 4 characters per token"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from napkin.calculators import Calculator
 from napkin.calculators.basics import kv_step
 from napkin.derivation import Report, Step
 from napkin.errors import InputError
-from napkin.formulas import comm, cost, flops, journey as jf, memory as mem, roofline as roof
+from napkin.formulas import cost, flops, journey as jf, memory as mem, roofline as roof, serving
 from napkin.hardware import COMPUTE_FALLBACK, Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import field
@@ -195,7 +195,7 @@ def run_journey(req: JourneyRequest) -> Report:
     r.step("embedding_bytes_per_token", "d_model · 2 bytes (bf16)", value=m.d_model * ACTIVATION_BYTES,
            unit="bytes", d_model=m.d_model)
     r.step("embedded_prompt_values", "prompt_tokens · d_model", value=float(prompt_tokens * m.d_model), unit="count",
-           prompt_tokens=prompt_tokens, d_model=m.d_model)
+           prompt_tokens=(prompt_tokens, "count"), d_model=m.d_model)
     r.note(f"counts differ by tokenizer: these are {tc.encoding}'s; {m.name}'s own vocabulary has "
            f"{m.vocab_size:,} entries")
     if req.prompt == SEED_PROMPT:
@@ -349,9 +349,9 @@ def run_journey(req: JourneyRequest) -> Report:
 
     # ---------------------------------------------------------------- 5. decode
     r = walk.start("decode")
-    attn_decode = jf.decode_attention_flops(m.n_layers, d_attn=d_attn, prompt_tokens=prompt_tokens,
-                                            output_tokens=req.output_tokens)
-    r.step("decode_attention_flops", "2 · L · d_attn · ((T_in + T_out)² − T_in²)", value=attn_decode, unit="flops",
+    attn_decode = serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=req.output_tokens,
+                                                  cached_tokens=prompt_tokens)
+    r.step("decode_attention_flops", "4 · L · d_attn · T_out · (T_in + T_out / 2)", value=attn_decode, unit="flops",
            L=m.n_layers, d_attn=d_attn, T_in=(prompt_tokens, "count"), T_out=(req.output_tokens, "count"))
     if req.attention:
         decode = r.step("decode_flops", "2 · N_active · T_out + attention",
@@ -377,9 +377,11 @@ def run_journey(req: JourneyRequest) -> Report:
     step_s = r.step("decode_s_per_token", "decode_floor_s_per_token / bandwidth_fraction",
                     value=floor_s / req.bandwidth_fraction, unit="seconds", bandwidth_fraction=(req.bandwidth_fraction, "fraction"))
     tps = r.step("decode_tokens_per_s", "1 / decode_s_per_token", value=1.0 / step_s, unit="per_s")
-    decode_s = r.step("decode_s", "output_tokens · decode_s_per_token", value=req.output_tokens * step_s,
-                      unit="seconds", output_tokens=req.output_tokens)
-    answer_s = r.step("answer_s", "prefill_s + decode_s", value=prefill_s + decode_s, unit="seconds")
+    decode_s = r.step("decode_s", "(output_tokens − 1) · decode_s_per_token  (prefill emits the first)",
+                      value=(req.output_tokens - 1) * step_s, unit="seconds", output_tokens=req.output_tokens)
+    answer_s = r.step("answer_s", "ttft_s + (output_tokens − 1) · decode_s_per_token",
+                      value=serving.request_latency_seconds(prefill_s, tpot_s=step_s, output_tokens=req.output_tokens),
+                      unit="seconds", ttft_s=(prefill_s, "seconds"), output_tokens=req.output_tokens)
     reading = r.step("reading_tokens_per_s", "238 words/min / 60 / 0.75 words per token", value=READING_WORDS_PER_MINUTE
                      / MINUTE / WORDS_PER_TOKEN_RULE, unit="per_s")
     r.step("speed_over_reading", "decode_tokens_per_s / reading_tokens_per_s", value=tps / reading, unit="number")
@@ -410,10 +412,14 @@ def run_journey(req: JourneyRequest) -> Report:
                                                           bytes_per_value=ACTIVATION_BYTES, n_ranks=n_gpus),
                     unit="bytes", L=m.n_layers, n=n_gpus, d_model=m.d_model)
         one_way = g.link_bytes_per_s_per_direction
-        r.step("tp_allreduce_s_per_token", "bytes / one direction of the link  (bandwidth only; latency adds)",
-               value=comm.allreduce_seconds(ar, link_bytes_per_s_per_direction=one_way), unit="seconds",
-               link=(one_way, "bytes_per_s"))
+        r.step("tp_allreduce_s_per_token", "2 · L all-reduces of d_model · 2 bytes over one direction of the link  "
+               "(bandwidth only; latency adds)",
+               value=serving.tp_comm_seconds(m.n_layers, message_bytes=m.d_model * ACTIVATION_BYTES, tp=n_gpus,
+                                             link_bytes_per_s_per_direction=one_way, latency_s=0.0),
+               unit="seconds", link=(one_way, "bytes_per_s"), tp_bytes=(ar, "bytes"))
     r.note("each answer token needs the one before it: decode is serial, and each step reads every weight")
+    r.note("the meter counts 2N for every answer token, as the seed does; the last token is never fed back, so "
+           f"strictly one pass fewer ({1 / (prompt_tokens + req.output_tokens):.2%} of Σ)")
     walk.close("decode", r, decode)
 
     # ---------------------------------------------------------------- 6. bill
@@ -437,8 +443,9 @@ def run_journey(req: JourneyRequest) -> Report:
     if usd > 0:
         r.step("flops_per_usd", "Σ FLOPs / usd", value=meter / usd, unit="number", Σ=(meter, "flops"),
                usd=(usd, "usd"))
-    shared_s = r.step("shared_node_s", "prefill_s + output_tokens · batch_s_per_step / batch  (the node time "
-                      "this request holds when batched)", value=prefill_s + req.output_tokens * batch_step / req.batch,
+    shared_s = r.step("shared_node_s", "prefill_s + (output_tokens − 1) · batch_s_per_step / batch  (the node "
+                      "time this request holds when batched)",
+                      value=prefill_s + (req.output_tokens - 1) * batch_step / req.batch,
                       unit="seconds", batch=req.batch)
     r.step("gpu_usd_alone", "node_usd_per_hour · answer_s / 3600", value=node_usd_h * answer_s / HOUR,
                        unit="usd", answer_s=(answer_s, "seconds"))
@@ -495,7 +502,7 @@ def run_journey(req: JourneyRequest) -> Report:
 def charts(report: Report) -> dict[str, dict]:
     from napkin.charts.journey import ladder_spec
 
-    return {"ladder": ladder_spec(report.to_dict() if hasattr(report, "to_dict") else report)}
+    return {"ladder": ladder_spec(report)}
 
 
 JOURNEY = Calculator(

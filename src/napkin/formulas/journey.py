@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from napkin.formulas.flops import FORWARD_FLOPS_PER_PARAM
+from napkin.formulas.serving import ALLREDUCES_PER_LAYER
 from napkin.units import MILLION
-
-ALLREDUCES_PER_LAYER = 2.0  # Megatron tensor parallelism: one after attention, one after the MLP
 
 
 def api_bill_usd(input_tokens: float, *, output_tokens: float, usd_per_million_input: float,
@@ -17,21 +16,6 @@ def api_bill_usd(input_tokens: float, *, output_tokens: float, usd_per_million_i
     Source: seed 003 (1,000 in at $3/M + 300 out at $15/M = $0.003 + $0.0045 = $0.0075).
     """
     return input_tokens * usd_per_million_input / MILLION + output_tokens * usd_per_million_output / MILLION
-
-
-def decode_attention_flops(n_layers: float, *, d_attn: float, prompt_tokens: float,
-                           output_tokens: float) -> float:
-    """attention FLOPs of decoding = 2 · L · d · ((T_in + T_out)² − T_in²)
-
-    Each new token at position t scores and mixes t cached keys and values: 4 · L · t · d
-    FLOPs; summed over the answer that is the causal prefill term of the longer
-    sequence less that of the prompt.
-    Trap: 2N per token ignores it; at 100K tokens of context it rivals the weights' term.
-    Source: seed 003, "the 2-FLOPs-per-param rule ignores attention's O(n²) term";
-    Kaplan et al. 2020, table 1 (2 · n_layer · n_ctx · d_attn per token forward).
-    """
-    total = prompt_tokens + output_tokens
-    return 2.0 * n_layers * d_attn * (total * total - prompt_tokens * prompt_tokens)
 
 
 def decode_intensity_flops_per_byte(batch: float, *, bytes_per_param: float) -> float:
