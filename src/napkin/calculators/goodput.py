@@ -85,7 +85,7 @@ def _sizes(req: GoodputRequest) -> list[int]:
 
 
 def run_goodput(req: GoodputRequest) -> Report:
-    r = Report(f"Goodput: {req.gpus:,} GPUs", command="goodput")
+    r = Report(f"Goodput: {req.gpus:,} GPU{'s' if req.gpus != 1 else ''}", command="goodput")
     r.set("gpus", req.gpus, "count")
     per_gpu = _per_gpu_mtbf(r, req)
     delta, restart = req.checkpoint, req.restart
@@ -123,8 +123,9 @@ def run_goodput(req: GoodputRequest) -> Report:
                               "optimistic here; expect less goodput, or checkpoint faster")
     if g_opt <= 0:
         r.warn("no-progress", "the job restarts faster than it can make progress at this MTBF")
-    r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
-           f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h --checkpoint-time {delta:g}s --restart-time {restart:g}s")
+    if g_opt > 0:
+        r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
+               f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h --checkpoint-time {delta:g}s --restart-time {restart:g}s")
     return r
 
 
