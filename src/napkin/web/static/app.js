@@ -1,0 +1,411 @@
+// napkin web: forms built from GET /api, results from POST /api/<name>/view.
+// No formulas here: the server computes, the page shows. The state lives in the URL.
+"use strict";
+
+(() => {
+  const DEBOUNCE_MS = 150;
+  const state = {
+    api: null,          // GET /api
+    calcs: {},          // name -> calculator description
+    current: null,      // selected calculator name
+    values: {},         // name -> {field: raw string}
+    files: {},          // name -> {field: File} (uploads stay in the browser until sent)
+    seq: 0,             // request counter: a late answer to an old request is dropped
+    view: null,         // last successful /view answer
+    charts: [],         // vega views to finalise before redrawing
+    timer: null,
+  };
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children) node.append(c);
+    return node;
+  }
+
+  // ------------------------------------------------------------------ raw values
+  function asText(value) {
+    if (value === null || value === undefined) return "";
+    if (Array.isArray(value)) return value.map(asText).join(",");
+    if (typeof value === "object") return Object.entries(value).map(([k, v]) => `${k}=${v}`).join(",");
+    return String(value);
+  }
+
+  function exampleOf(name) {
+    const out = {};
+    for (const [k, v] of Object.entries(state.calcs[name].example || {})) out[k] = asText(v);
+    return out;
+  }
+
+  function boundsText(f) {
+    const b = f.bounds || {};
+    const lo = "gt" in b ? `> ${b.gt}` : "ge" in b ? `≥ ${b.ge}` : null;
+    const hi = "lt" in b ? `< ${b.lt}` : "le" in b ? `≤ ${b.le}` : null;
+    if (lo && hi) return `${lo} and ${hi}`;
+    return lo || hi || "";
+  }
+
+  // ------------------------------------------------------------------ URL state
+  function fromUrl() {
+    const params = new URLSearchParams(location.search);
+    let name = params.get("calc");
+    if (!state.calcs[name]) name = state.api.calculators.length ? state.api.calculators[0].name : null;
+    if (!name) return;
+    const given = {};
+    let any = false;
+    for (const [k, v] of params) {
+      if (k === "calc") continue;
+      given[k] = v;
+      any = true;
+    }
+    state.values[name] = any ? given : exampleOf(name);
+    select(name, false);
+  }
+
+  function toUrl(push) {
+    const params = new URLSearchParams();
+    params.set("calc", state.current);
+    for (const [k, v] of Object.entries(state.values[state.current] || {})) {
+      if (v !== "" && v !== null && v !== undefined) params.set(k, v);
+    }
+    const url = `${location.pathname}?${params.toString()}`;
+    if (push) history.pushState(null, "", url);
+    else history.replaceState(null, "", url);
+  }
+
+  // ------------------------------------------------------------------ tabs and forms
+  function buildTabs() {
+    const nav = $("tabs");
+    nav.replaceChildren();
+    for (const c of state.api.calculators) {
+      const b = el("button", {type: "button", role: "tab", id: `tab-${c.name}`, "data-calc": c.name,
+                              title: c.help, text: c.title});
+      b.addEventListener("click", () => {
+        if (!state.values[c.name]) state.values[c.name] = exampleOf(c.name);
+        select(c.name, true);
+      });
+      nav.append(b);
+    }
+    const lists = {gpus: state.api.catalog.gpus, models: state.api.catalog.models};
+    for (const [id, names] of Object.entries(lists)) {
+      const dl = el("datalist", {id: `list-${id}`});
+      for (const n of names) dl.append(el("option", {value: n}));
+      document.body.append(dl);
+    }
+  }
+
+  function listFor(f) {
+    if (f.kind !== "name") return null;
+    if (/model/.test(f.name)) return "list-models";
+    if (/gpu|link|accelerator|card|hardware|incumbent|candidate/.test(f.name)) return "list-gpus";
+    return null;
+  }
+
+  function select(name, push) {
+    state.current = name;
+    const calc = state.calcs[name];
+    for (const b of $("tabs").children) {
+      const on = b.dataset.calc === name;
+      b.setAttribute("aria-selected", on ? "true" : "false");
+      b.classList.toggle("active", on);
+    }
+    $("calc-title").textContent = calc.title;
+    $("calc-help").textContent = calc.help;
+    document.title = `napkin: ${calc.title}`;
+    buildForm(calc);
+    clearResult();
+    toUrl(push);
+    compute();
+  }
+
+  function buildForm(calc) {
+    const form = $("form");
+    form.replaceChildren();
+    const values = state.values[calc.name] || (state.values[calc.name] = {});
+    for (const f of calc.fields) {
+      const id = `f-${f.name}`;
+      let input;
+      const value = values[f.name];
+      if (f.kind === "bool") {
+        input = el("input", {type: "checkbox", id, name: f.name});
+        input.checked = value !== undefined ? /^(1|true|yes|on|y)$/i.test(value) : f.default === true;
+        input.addEventListener("change", () => {
+          const on = input.checked;
+          if (on === (f.default === true)) delete values[f.name];
+          else values[f.name] = on ? "true" : "false";
+          changed();
+        });
+      } else if (f.kind === "choice") {
+        input = el("select", {id, name: f.name});
+        input.append(el("option", {value: "", text: f.default !== null ? `(default: ${f.default})` : "(none)"}));
+        for (const c of f.choices) input.append(el("option", {value: c, text: c}));
+        input.value = value || "";
+        input.addEventListener("change", () => { values[f.name] = input.value; changed(); });
+      } else if (f.upload) {
+        // the file is read by the server in memory; it cannot live in the URL
+        input = el("input", {type: "file", id, name: f.name, multiple: f.container === "list"});
+        input.addEventListener("change", () => {
+          const files = state.files[calc.name] || (state.files[calc.name] = {});
+          if (input.files.length) files[f.name] = Array.from(input.files);
+          else delete files[f.name];
+          changed();
+        });
+      } else {
+        input = el("input", {type: "text", id, name: f.name, inputmode: "text", spellcheck: "false",
+                             placeholder: f.default !== null && f.default !== undefined ? asText(f.default) : "",
+                             list: listFor(f)});
+        input.value = value || "";
+        input.addEventListener("input", () => { values[f.name] = input.value; changed(); });
+      }
+      const hint = [f.doc];
+      if (f.expected) hint.push(f.expected);
+      if (f.container === "list") hint.push("comma-separated");
+      if (f.container === "dict") hint.push("NAME=VALUE pairs, comma-separated");
+      const bt = boundsText(f);
+      if (bt) hint.push(bt);
+      if (f.required) hint.push("required");
+      const row = el("div", {class: `field kind-${f.kind}`, "data-field": f.name},
+        el("label", {for: id, text: f.name}),
+        el("div", {class: "control"}, input, el("span", {class: "unit", text: f.unit || ""})),
+        el("small", {class: "hint", text: hint.filter(Boolean).join(" · ")}),
+        el("div", {class: "field-error", id: `err-${f.name}`}));
+      form.append(row);
+    }
+    form.onsubmit = (e) => { e.preventDefault(); compute(); };
+  }
+
+  function changed() {
+    toUrl(false);
+    clearTimeout(state.timer);
+    state.timer = setTimeout(compute, DEBOUNCE_MS);
+  }
+
+  // ------------------------------------------------------------------ requests
+  function body(name) {
+    const values = {};
+    for (const [k, v] of Object.entries(state.values[name] || {})) {
+      if (v !== "" && v !== null && v !== undefined) values[k] = v;
+    }
+    const files = state.files[name] || {};
+    if (Object.keys(files).length === 0) {
+      return {headers: {"content-type": "application/json"}, body: JSON.stringify(values)};
+    }
+    const form = new FormData();
+    for (const [k, v] of Object.entries(values)) form.append(k, v);
+    for (const [k, list] of Object.entries(files)) {
+      for (const f of list) form.append(k, f, f.name);
+    }
+    return {body: form};
+  }
+
+  async function post(path, name) {
+    const opts = body(name);
+    return fetch(path, {method: "POST", ...opts});
+  }
+
+  async function compute() {
+    clearTimeout(state.timer);
+    const name = state.current;
+    const seq = ++state.seq;
+    document.body.classList.add("busy");
+    let res, data;
+    try {
+      res = await post(`/api/${encodeURIComponent(name)}/view`, name);
+      data = await res.json();
+    } catch (err) {
+      if (seq === state.seq) showError({message: `the server did not answer (${err})`});
+      return;
+    } finally {
+      if (seq === state.seq) document.body.classList.remove("busy");
+    }
+    if (seq !== state.seq || name !== state.current) return;
+    if (res.ok) render(data);
+    else showError(data);
+  }
+
+  // ------------------------------------------------------------------ rendering
+  function clearFieldErrors() {
+    for (const node of document.querySelectorAll(".field.invalid")) node.classList.remove("invalid");
+    for (const node of document.querySelectorAll(".field-error")) node.textContent = "";
+    for (const node of document.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+  }
+
+  function clearResult() {
+    state.view = null;
+    $("error").hidden = true;
+    $("result").classList.add("empty");
+    for (const id of ["result-title", "meaning"]) $(id).textContent = "";
+    for (const id of ["figures", "warnings", "assumptions", "derivation", "notes"]) $(id).replaceChildren();
+    finaliseCharts();
+    $("charts").replaceChildren();
+    $("cli").textContent = "";
+  }
+
+  function showError(err) {
+    clearFieldErrors();
+    const box = $("error");
+    box.hidden = false;
+    box.replaceChildren(el("strong", {text: "Cannot compute: "}), document.createTextNode(err.message || "error"));
+    $("result").classList.add("stale");
+    const field = String(err.field || "").replace(/\[.*$/, "").replace(/-/g, "_");
+    const row = document.querySelector(`.field[data-field="${CSS.escape(field)}"]`);
+    if (row) {
+      row.classList.add("invalid");
+      const input = row.querySelector("input, select");
+      if (input) input.setAttribute("aria-invalid", "true");
+      const parts = [err.problem, err.fix].filter(Boolean);
+      row.querySelector(".field-error").textContent = parts.join(": ");
+    }
+  }
+
+  function render(view) {
+    clearFieldErrors();
+    state.view = view;
+    $("error").hidden = true;
+    const result = $("result");
+    result.classList.remove("stale", "empty");
+    $("result-title").textContent = view.title;
+
+    const figures = $("figures");
+    figures.replaceChildren();
+    for (const [k, v] of view.rows) {
+      figures.append(el("tr", {"data-key": k}, el("th", {text: k}), el("td", {text: v})));
+    }
+
+    const calc = state.calcs[state.current];
+    const meaning = $("meaning");
+    meaning.replaceChildren();
+    if (calc.establishes) {
+      meaning.append(el("p", {class: "establishes"}, el("strong", {text: "Establishes: "}),
+                          document.createTextNode(calc.establishes)));
+    }
+    const guessed = view.assumptions.filter((a) => a.basis === "assumed" || a.basis === "reference");
+    const needs = [];
+    if (calc.needs_measuring) needs.push(calc.needs_measuring);
+    if (guessed.length) needs.push(`assumed, not measured: ${guessed.map((a) => `${a.name} = ${a.value}`).join("; ")}`);
+    if (needs.length) {
+      meaning.append(el("p", {class: "needs"}, el("strong", {text: "Still needs measuring: "}),
+                          document.createTextNode(needs.join(". "))));
+    }
+
+    const warnings = $("warnings");
+    warnings.replaceChildren();
+    for (const w of view.report.warnings || []) {
+      warnings.append(el("li", {"data-code": w.code}, el("strong", {text: w.code}), document.createTextNode(`: ${w.message}`)));
+    }
+
+    const assumptions = $("assumptions");
+    assumptions.replaceChildren();
+    if (view.assumptions.length) {
+      assumptions.append(el("tr", {}, el("th", {text: "input"}), el("th", {text: "value"}),
+                            el("th", {text: "basis"}), el("th", {text: "note"})));
+    }
+    for (const a of view.assumptions) {
+      assumptions.append(el("tr", {class: `basis-${a.basis}`}, el("td", {text: a.name}), el("td", {text: a.value}),
+                            el("td", {}, el("span", {class: "badge", text: a.basis})), el("td", {text: a.note})));
+    }
+
+    const derivation = $("derivation");
+    derivation.replaceChildren();
+    for (const line of view.derivation) derivation.append(el("li", {}, el("code", {text: line})));
+
+    const notes = $("notes");
+    notes.replaceChildren();
+    for (const n of view.report.notes || []) notes.append(el("li", {text: n}));
+
+    $("cli").textContent = view.cli;
+    drawCharts(view);
+  }
+
+  // ------------------------------------------------------------------ charts
+  function finaliseCharts() {
+    for (const c of state.charts) {
+      try { c.finalize(); } catch (e) { /* already gone */ }
+    }
+    state.charts = [];
+  }
+
+  function drawCharts(view) {
+    finaliseCharts();
+    const box = $("charts");
+    box.replaceChildren();
+    if (view.chart_error) box.append(el("p", {class: "chart-error", text: view.chart_error}));
+    const entries = Object.entries(view.charts || {});
+    if (!entries.length) return;
+    if (!window.vegaEmbed) {
+      box.append(el("p", {class: "chart-wait", text: "loading the chart library…"}));
+      const script = $("vega-script");
+      script.addEventListener("load", () => { if (state.view === view) drawCharts(view); }, {once: true});
+      return;
+    }
+    for (const [name, spec] of entries) {
+      const holder = el("figure", {class: "chart", "data-chart": name});
+      box.append(holder);
+      // ast + the bundled interpreter: no eval, so the page keeps script-src 'self'
+      window.vegaEmbed(holder, spec, {actions: false, renderer: "svg", ast: true})
+        .then((result) => {
+          if (state.view !== view) { result.finalize(); return; }
+          state.charts.push(result);
+          holder.dataset.ready = "true";
+        })
+        .catch((err) => holder.append(el("p", {class: "chart-error", text: `chart ${name}: ${err}`})));
+    }
+  }
+
+  // ------------------------------------------------------------------ buttons
+  async function copyCli() {
+    const name = state.current;
+    const res = await post(`/api/${encodeURIComponent(name)}/cli`, name);
+    const data = await res.json();
+    if (!res.ok) { showError(data); return; }
+    $("cli").textContent = data.command;
+    const button = $("copy-cli");
+    try {
+      await navigator.clipboard.writeText(data.command);
+      button.textContent = "Copied";
+    } catch (e) {
+      button.textContent = "Select the command below";
+    }
+    setTimeout(() => { button.textContent = "Copy as CLI command"; }, 1500);
+  }
+
+  function downloadJson() {
+    if (!state.view) return;
+    const text = JSON.stringify(state.view.report, null, 2) + "\n";
+    const url = URL.createObjectURL(new Blob([text], {type: "application/json"}));
+    const a = el("a", {href: url, download: `napkin-${state.current}.json`});
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
+  async function init() {
+    try {
+      const res = await fetch("/api");
+      state.api = await res.json();
+    } catch (err) {
+      $("calc-title").textContent = `The API did not answer (${err})`;
+      return;
+    }
+    for (const c of state.api.calculators) state.calcs[c.name] = c;
+    buildTabs();
+    $("example").addEventListener("click", () => {
+      state.values[state.current] = exampleOf(state.current);
+      delete state.files[state.current];
+      select(state.current, false);
+    });
+    $("copy-cli").addEventListener("click", copyCli);
+    $("download-json").addEventListener("click", downloadJson);
+    window.addEventListener("popstate", fromUrl);
+    fromUrl();
+  }
+
+  init();
+})();

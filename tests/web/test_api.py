@@ -1,0 +1,492 @@
+"""The web API: every calculator through POST /api/<name>, equal to the CLI's --json.
+
+Each built calculator is run with the worked example its tab opens with (napkin.web.examples)
+and with bad input; the worked-example values are checked against the seeds (ids cited).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shlex
+import sys
+import types
+from typing import Annotated
+
+import msgspec
+import pytest
+from starlette.testclient import TestClient
+
+from napkin import calculators, units
+from napkin.calculators import Calculator
+from napkin.derivation import Report
+from napkin.request import field
+from napkin.web import app as web
+from napkin.web.examples import EXAMPLES
+from tests.conftest import approx, worked
+from tests.web.steplog import step_log_csv
+
+BUILT = web.available()
+NOT_BUILT = [n for n in calculators.CALCULATORS if n not in BUILT]
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(web.create_app(warm=False))
+
+
+def cli_built(name: str) -> bool:
+    """Whether `napkin <command>` exists in this build (the calculator may land before its command)."""
+    from napkin.cli import COMMANDS
+
+    words = web.command_words(name)[1:]
+    module, attr = COMMANDS[words[0]][0].split(":")
+    try:
+        cmd = getattr(importlib.import_module(module), attr)
+    except (ModuleNotFoundError, AttributeError):
+        return False
+    return len(words) == 1 or words[1] in getattr(cmd, "commands", {})
+
+
+# calculators whose tab needs a file: the fields and the upload a test sends
+LEDGER_FIELDS = {"price": "$2.50/h", "plan_usd_per_million": "0.1"}
+UPLOADS = {"ledger": (LEDGER_FIELDS, {"logs": ("run.csv", step_log_csv(), "text/csv")})}
+
+
+def request_for(name: str) -> tuple[dict, dict | None]:
+    """(raw fields, files) of a valid request: the tab's worked example, or a log for the ledger."""
+    return UPLOADS.get(name, (EXAMPLES.get(name, {}), None))
+
+
+def post(client, name, raw, suffix="", files=None):
+    if files:
+        return client.post(f"/api/{name}{suffix}", data=raw, files=files)
+    return client.post(f"/api/{name}{suffix}", json=raw)
+
+
+def post_example(client, name, suffix=""):
+    raw, files = request_for(name)
+    return post(client, name, raw, suffix, files)
+
+
+def python_report(name: str) -> str:
+    """The same calculation through the Python API (an upload goes in as the log's text)."""
+    raw, files = request_for(name)
+    if files:
+        (filename, data, _), = files.values()
+        raw = dict(raw, content=data.decode(), filename=filename)
+    return calculators.get(name)(raw).to_json()
+
+
+# ------------------------------------------------------------------------- GET /api
+def test_api_lists_every_built_calculator_with_fields_units_and_bounds(client):
+    body = client.get("/api").json()
+    names = [c["name"] for c in body["calculators"]]
+    assert names == BUILT
+    memory = next(c for c in body["calculators"] if c["name"] == "memory")
+    assert memory["title"] == "Memory"
+    assert memory["needs_measuring"].startswith("activation memory")
+    assert memory["command"] == "napkin memory"
+    ctx = next(f for f in memory["fields"] if f["name"] == "context")
+    assert ctx["kind"] == "count" and ctx["unit"] == "count"
+    assert ctx["expected"] == units.EXPECTED["count"]
+    assert ctx["bounds"] == {"gt": 0}
+    usable = next(f for f in memory["fields"] if f["name"] == "usable")
+    assert usable["bounds"] == {"gt": 0, "le": 1} and usable["default"] == 0.8
+    assert memory["example"] == EXAMPLES["memory"]
+    assert "h100-sxm" in body["catalog"]["gpus"] and "llama-3.1-70b" in body["catalog"]["models"]
+    assert body["limits"]["json_bytes"] == web.MAX_JSON_BYTES
+
+
+def test_api_describes_one_calculator(client):
+    r = client.get("/api/roofline")
+    assert r.status_code == 200
+    assert [f["name"] for f in r.json()["fields"]] == ["gpu", "precision", "intensity", "peak", "bandwidth"]
+
+
+@pytest.mark.parametrize("name", list(calculators.CALCULATORS))
+def test_every_registered_calculator_answers_or_says_it_is_not_built(client, name):
+    r = post_example(client, name)
+    if name in NOT_BUILT:
+        assert r.status_code == 404
+        assert r.json()["message"] == f"calculator {name!r} is not part of this build yet"
+        return
+    assert name in EXAMPLES, f"add the worked example the {name} tab opens with to napkin.web.examples"
+    assert r.status_code == 200, r.text
+    assert "derivation" in r.json()
+
+
+# --------------------------------------------------------- POST /api/<name> == --json
+@pytest.mark.parametrize("name", BUILT)
+def test_post_returns_exactly_what_the_python_report_gives(client, name):
+    r = post_example(client, name)
+    assert r.headers["content-type"] == "application/json"
+    assert r.text == python_report(name)
+
+
+@pytest.mark.parametrize("name", [n for n in BUILT if cli_built(n)])
+def test_post_equals_the_cli_json_and_the_copied_command_reproduces_it(client, run_cli, name, tmp_path,
+                                                                        monkeypatch):
+    raw, files = request_for(name)
+    for filename, data, _ in (files or {}).values():
+        (tmp_path / filename).write_bytes(data)  # the command names the file as it was uploaded
+    monkeypatch.chdir(tmp_path)
+    command = post(client, name, raw, "/cli", files).json()["command"]
+    words = shlex.split(command)
+    assert words[:len(web.command_words(name))] == web.command_words(name)
+    out = run_cli(*words[1:], "--json").stdout
+    assert json.loads(out) == post(client, name, raw, "", files).json()
+    assert out == post(client, name, raw, "", files).text + "\n"
+
+
+def test_cli_command_spells_units_flags_pairs_and_positionals():
+    assert web.cli_command("memory", EXAMPLES["memory"]) == (
+        "napkin memory --model llama-3.1-70b --context 8192 --sequences 32 --gpu h100-sxm --gpus 4")
+    assert web.cli_command("model", {"model": "llama-3.1-8b", "precision": "fp8"}) == (
+        "napkin model llama-3.1-8b --precision fp8")
+    assert web.cli_command("memory", {"params": "7B", "training": True, "usable": "0.9"}) == (
+        "napkin memory --params 7B --training --usable 0.9")
+    assert web.cli_command("memory", {"params": "7B", "training": "false"}) == "napkin memory --params 7B"
+    assert web.cli_command("allreduce", {"size": "141GB", "ranks": 8, "link_bandwidth": "900GB/s",
+                                         "bidirectional": "true"}) == (
+        "napkin allreduce --size 141GB --ranks 8 --link-bandwidth 900GB/s --bidirectional")
+    assert web.command_words("plan-serve") == ["napkin", "plan", "serve"]
+    assert web.command_words("ledger") == ["napkin", "ledger", "report"]
+
+
+def test_cli_command_quotes_for_the_shell():
+    cmd = web.cli_command("mfu", {"params": "70B", "tokens_per_step": "4M", "step_time": "2.07 s", "gpus": 8,
+                                  "peak": "$(rm -rf ~)"})
+    assert shlex.split(cmd)[-2:] == ["--peak", "$(rm -rf ~)"]
+    assert "'$(rm -rf ~)'" in cmd and "'2.07 s'" in cmd
+
+
+# ------------------------------------------------------------------ worked examples
+@pytest.mark.parametrize("ex", worked("kv-total-70b-8k-32seq"), ids=str)
+def test_memory_tab_opens_on_70b_32_users_8k_on_4_h100(client, ex):
+    d = post(client, "memory", EXAMPLES["memory"]).json()
+    assert d["kv_total_bytes"] == approx(ex.expected["kv_total_bytes"], ex.rel_tol)
+    assert d["fits"] is True  # the example's note: fits on 4 x H100
+
+
+@pytest.mark.parametrize("ex", worked("decode-batch1-attainable-h100"), ids=str)
+def test_roofline_tab_opens_on_decode_at_batch_1(client, ex):
+    d = post(client, "roofline", EXAMPLES["roofline"]).json()
+    assert d["attainable_flops_per_s"] == approx(ex.expected["attainable_flops_per_s"], ex.rel_tol)
+    assert d["fraction_of_peak"] == approx(ex.expected["fraction_of_peak"], ex.rel_tol)
+    assert d["bound"] == "memory"
+
+
+@pytest.mark.parametrize("ex", worked("mfu-70b-4m-step"), ids=str)
+def test_mfu_tab_opens_on_70b_at_2_07_s(client, ex):
+    assert post(client, "mfu", EXAMPLES["mfu"]).json()["mfu"] == approx(ex.expected["mfu"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("ex", worked("allreduce-70b-grads-8-ranks"), ids=str)
+def test_allreduce_tab_opens_on_70b_gradients_over_8_ranks(client, ex):
+    d = post(client, "allreduce", EXAMPLES["allreduce"]).json()
+    assert d["bytes_per_rank"] == approx(ex.expected["bytes_per_rank"], ex.rel_tol)
+    assert d["seconds"] == approx(ex.expected["seconds"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("ex", worked("kv-per-token-llama31-70b"), ids=str)
+def test_model_tab_opens_on_llama_70b(client, ex):
+    d = post(client, "model", EXAMPLES["model"]).json()
+    assert d["kv_bytes_per_token"] == approx(ex.expected["kv_bytes_per_token"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("ex", worked("cost-7b-2t-marginal", "cost-7b-2t-loaded"), ids=str)
+def test_train_tab_opens_on_the_seeds_7b_2t_headline(client, ex):
+    d = post(client, "train", EXAMPLES["train"]).json()
+    for key, value in ex.expected.items():
+        got = {"marginal_usd_per_million_tokens": lambda: d["usd_per_million_tokens"]["marginal"],
+               "loaded_usd_per_million_tokens": lambda: d["usd_per_million_tokens"]["loaded"]}.get(key, lambda: d[key])()
+        # the seed uses a 989 TFLOP/s peak; the catalog's dense H100 SXM figure is 989.5
+        assert got == approx(value, max(ex.rel_tol, 0.002)), key
+
+
+@pytest.mark.parametrize("ex", worked("hardware-compare-newer-gpu"), ids=str)
+def test_compare_tab_opens_on_the_newer_gpu_example(client, ex):
+    d = post(client, "compare", EXAMPLES["compare"]).json()
+    new = next(row for row in d["ranking"] if row["gpu"] == "next-gen")
+    assert new["relative_value"] == approx(ex.expected["candidate_value"], ex.rel_tol)
+    assert 1 - new["per_token_vs_baseline"] == approx(ex.expected["candidate_cheaper_per_token_by"], 0.01)
+
+
+@pytest.mark.parametrize("ex", worked("claim-70b-2t-500k"), ids=str)
+def test_check_tab_opens_on_the_500k_claim(client, ex):
+    d = post(client, "check", EXAMPLES["check"]).json()
+    assert d["train_flops"] == approx(ex.expected["train_flops"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("ex", worked("journey-tokens-rule"), ids=str)
+def test_tokens_tab_opens_on_the_seed_question(client, ex):
+    d = post(client, "tokens", EXAMPLES["tokens"]).json()
+    assert d["characters"] == ex.inputs["characters"] and d["words"] == ex.inputs["words"]
+
+
+# ------------------------------------------------------------------------ bad input
+def _unit_field(name: str) -> str:
+    """The first field of the example that a unit string fills: the one to spoil."""
+    from napkin.request import fields
+
+    infos = {f.name: f for f in fields(calculators.get(name).request)}
+    for key in request_for(name)[0]:
+        if infos[key].kind in units.KINDS or infos[key].kind == "int":
+            return key
+    for info in infos.values():
+        if (info.kind in units.KINDS or info.kind in ("int", "precision", "choice")) and not info.container:
+            return info.name
+    raise AssertionError(f"{name} has no unit field")
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_bad_value_is_422_naming_the_field_the_value_and_the_fix(client, name):
+    field = _unit_field(name)
+    raw, files = request_for(name)
+    raw = dict(raw, **{field: "banana"})
+    r = post(client, name, raw, "", files)
+    assert r.status_code == 422
+    body = r.json()
+    assert body["field"] == field
+    assert body["value"] == "banana"
+    assert body["message"].startswith(f"{field} ") and "banana" in body["message"]
+    assert "Traceback" not in r.text
+    assert post(client, name, raw, "/view", files).json() == body
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_unknown_field_is_422_with_the_closest_names(client, name):
+    r = post(client, name, {"no_such_field": 1})
+    assert r.status_code == 422
+    assert r.json()["field"] == "no_such_field"
+    assert r.json()["problem"] == "is not a field of this calculator"
+
+
+def test_a_percentage_for_a_fraction_gets_the_fix(client):
+    r = post(client, "memory", {"params": "70B", "usable": "40"})
+    assert r.status_code == 422
+    assert r.json() == {"field": "usable", "value": "40", "problem": "must be in (0, 1]",
+                        "fix": "did you mean 0.40?", "message": "usable must be in (0, 1]; got 40 (did you mean 0.40?)"}
+
+
+def test_unknown_catalog_name_lists_the_closest(client):
+    r = post(client, "memory", {"model": "llama-3.1-70", "gpu": "h100"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "model" and "llama-3.1-70b" in r.json()["fix"]
+
+
+def test_unknown_calculator_is_404(client):
+    r = client.post("/api/trian", json={})
+    assert r.status_code == 404
+    assert r.json()["message"].startswith("unknown calculator 'trian'; closest: train")
+
+
+@pytest.mark.parametrize("body,problem", [(b"{", "is not valid JSON"), (b"[1, 2]", "must be a JSON object"),
+                                          (b'"7B"', "must be a JSON object")])
+def test_body_that_is_not_a_json_object_is_422(client, body, problem):
+    r = client.post("/api/memory", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "body" and r.json()["problem"] == problem
+
+
+def test_other_content_types_are_refused(client):
+    r = client.post("/api/memory", content=b'{"params": "7B"}', headers={"content-type": "text/plain"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "content-type"
+
+
+def test_an_internal_error_is_500_without_a_traceback(client, monkeypatch):
+    def boom(name, raw):
+        raise RuntimeError("secret detail of the server")
+
+    monkeypatch.setattr(web, "run_json", boom)
+    r = client.post("/api/memory", json={"params": "7B"})
+    assert r.status_code == 500
+    assert r.json()["message"] == "internal error: the calculation failed"
+    assert "secret" not in r.text and "Traceback" not in r.text
+
+
+# ------------------------------------------------------------------------- the page
+def test_view_carries_the_report_the_working_the_charts_and_the_command(client):
+    v = post(client, "memory", EXAMPLES["memory"], "/view").json()
+    assert v["report"] == post(client, "memory", EXAMPLES["memory"]).json()
+    assert v["title"] == "Memory: Llama 3.1 70B"
+    assert ["kv_total_bytes", "85.9 GB"] in v["rows"]
+    assert v["derivation"][0].startswith("weights_bytes = N · bytes_per_param")
+    assert v["cli"] == web.cli_command("memory", EXAMPLES["memory"])
+    assert list(v["charts"]) == ["memory"]
+    assert v["chart_error"] is None
+
+
+def test_page_and_static_files_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "<title>napkin" in page.text
+    assert '<script src="/static/app.js"' in page.text
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/style.css").status_code == 200
+    assert client.get("/favicon.ico").headers["content-type"].startswith("image/svg+xml")
+    assert client.get("/static/../app.py").status_code == 404
+
+
+def test_chart_library_is_served_from_the_app_not_the_internet(client):
+    r = client.get("/static/vendor/vega.js", headers={"accept-encoding": "gzip"})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/javascript")
+    assert r.headers["content-encoding"] == "gzip"
+    assert "window.vegaEmbed=" in r.text and "http://" not in r.text.split("*/", 1)[0]
+
+
+# ------------------------------------------------------------------------- charts
+def test_memory_chart_stacks_weights_kv_and_free_to_the_capacity(client):
+    spec = post(client, "memory", EXAMPLES["memory"], "/charts").json()["memory"]
+    rows = {r["segment"]: r["bytes"] for r in spec["data"]["values"]}
+    d = post(client, "memory", EXAMPLES["memory"]).json()
+    assert rows == {"weights": d["weights_bytes"], "KV cache": d["kv_total_bytes"], "free": d["free_bytes"]}
+    assert sum(rows.values()) == pytest.approx(d["capacity_bytes"])
+    capacity = spec["layer"][1]["data"]["values"][0]["gb"]
+    assert capacity == pytest.approx(320.0)  # 4 x 80 GB
+
+
+def test_memory_chart_when_it_does_not_fit_says_so(client):
+    raw = dict(EXAMPLES["memory"], gpus="1")
+    spec = post(client, "memory", raw, "/charts").json()["memory"]
+    d = post(client, "memory", raw).json()
+    assert d["fits"] is False
+    assert spec["title"] == f"Memory against capacity: does not fit, short by {d['short_by_bytes'] / 1e9:,.0f} GB"
+
+
+def test_roofline_chart_marks_the_operating_point_on_the_roof(client):
+    spec = post(client, "roofline", EXAMPLES["roofline"], "/charts").json()["roofline"]
+    roof = spec["layer"][0]["data"]["values"]
+    ridge = 989.5e12 / 3.35e12
+    assert [p["intensity"] for p in roof][1] == pytest.approx(ridge)
+    assert max(p["tflops"] for p in roof) == pytest.approx(989.5)
+    point = spec["layer"][2]["data"]["values"][0]
+    assert point["intensity"] == 1 and point["tflops"] == pytest.approx(3.35)  # decode-batch1-attainable-h100
+
+
+def test_chart_specs_render_with_vl_convert(client):
+    import vl_convert as vlc
+
+    for name in ("memory", "roofline"):
+        spec = post(client, name, EXAMPLES[name], "/charts").json()[name]
+        assert vlc.vegalite_to_svg(spec).startswith("<svg")
+
+
+# ------------------------------------------------------------------------- safety
+SECURITY = {"content-security-policy": web.CSP, "x-content-type-options": "nosniff", "x-frame-options": "DENY"}
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/api"), ("GET", "/static/app.js"),
+                                         ("POST", "/api/memory"), ("POST", "/api/nope"), ("GET", "/missing")])
+def test_every_response_carries_a_restrictive_csp(client, method, path):
+    r = client.request(method, path, json={} if method == "POST" else None)
+    for k, v in SECURITY.items():
+        assert r.headers[k] == v
+    assert "script-src 'self';" in web.CSP and "unsafe-eval" not in web.CSP
+
+
+def test_request_body_over_the_limit_is_413(client):
+    r = client.post("/api/memory", content=b"{" + b" " * web.MAX_JSON_BYTES + b"}",
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert r.json()["fix"] == "send at most 1 MiB"
+
+
+def test_streamed_body_over_the_limit_is_413_even_without_a_length():
+    small = TestClient(web.create_app(warm=False, json_limit=1000))
+
+    def chunks():
+        for _ in range(10):
+            yield b" " * 500
+
+    r = small.post("/api/memory", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_upload_over_the_limit_is_413():
+    small = TestClient(web.create_app(warm=False, upload_limit=10_000))
+    r = small.post("/api/tokens", files={"file": ("big.txt", b"a" * 20_000, "text/plain")})
+    assert r.status_code == 413
+    assert r.json()["problem"] == "exceeds the upload limit"
+
+
+def test_loopback_server_refuses_other_host_names():
+    guarded = TestClient(web.create_app(warm=False, trusted_hosts=web.LOOPBACK_HOSTS), base_url="http://127.0.0.1:8000")
+    assert guarded.get("/api").status_code == 200
+    r = guarded.get("/api", headers={"host": "attacker.example:8000"})
+    assert r.status_code == 400 and r.json()["field"] == "host"
+
+
+def test_path_fields_take_uploads_never_server_paths(client):
+    r = post(client, "tokens", {"file": "/etc/passwd"})
+    assert r.status_code == 422
+    assert r.json()["problem"] == "must be an uploaded file on the web page"
+
+
+@pytest.mark.parametrize("value", ["/etc/passwd", "config.json", "../models", "src"])
+def test_name_fields_take_catalog_names_never_server_paths(client, value, monkeypatch, tmp_path):
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path)
+    r = post(client, "model", {"model": value})
+    assert r.status_code == 422
+    assert r.json()["problem"] == "must be a catalog name on the web page"
+
+
+def test_uploads_are_read_in_memory_and_removed(client, monkeypatch, tmp_path):
+    made = []
+    real = web.tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        made.append(real(**kw))
+        return made[-1]
+
+    monkeypatch.setattr(web.tempfile, "mkdtemp", mkdtemp)
+    text = "Why is the sky red at sunset but blue at noon?"
+    r = client.post("/api/tokens", files={"file": ("question.txt", text.encode(), "text/plain")})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["source"] == "question.txt"  # not the private directory it was read from
+    assert d["characters"] == 46
+    assert made and made[0].startswith("/dev/shm/")  # tmpfs: memory, not disk
+    import os
+
+    assert not os.path.exists(made[0])
+    (tmp_path / "question.txt").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert client.post("/api/tokens/cli", files={"file": ("question.txt", b"x")}).json()["command"] == (
+        "napkin tokens --file question.txt")
+
+
+class FakePlanRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    gpus: Annotated[int, field("int", "GPUs", gt=0)] = 8
+    max_configurations: Annotated[int | None, field("int", "grid cap", gt=0)] = None
+
+
+def run_fake_plan(req):
+    r = Report("plan")
+    r.set("max_configurations", req.max_configurations)
+    return r
+
+
+def test_planner_grids_are_capped(monkeypatch, client):
+    """A planner whose request has a max_configurations field gets the web's cap, and cannot exceed it."""
+    module = types.ModuleType("napkin_web_fake_plan")
+    module.PLAN = Calculator("fake-plan", FakePlanRequest, run_fake_plan, "Plan", "a fake planner")
+    monkeypatch.setitem(sys.modules, "napkin_web_fake_plan", module)
+    monkeypatch.setitem(calculators.CALCULATORS, "fake-plan", "napkin_web_fake_plan:PLAN")
+    assert post(client, "fake-plan", {}).json()["max_configurations"] == web.WEB_GRID_CAP
+    assert post(client, "fake-plan", {"max_configurations": "1000"}).json()["max_configurations"] == 1000
+    r = post(client, "fake-plan", {"max_configurations": "1T"})
+    assert r.status_code == 422 and r.json()["field"] == "max_configurations"
+
+
+def test_the_serving_planners_grid_is_capped(client):
+    batches = ",".join(str(b) for b in range(1, 2001))
+    r = post(client, "plan-serve", {"model": "llama-3.1-70b", "rate": "10/s", "batch": batches, "max_gpus": "64"})
+    assert r.status_code == 422
+    body = r.json()
+    assert body["field"] == "grid" and body["value"] == "392,000 configurations"  # 4 GPUs x 7 x 7 x 2000
+    assert body["problem"] == f"exceeds the web page's cap of {web.WEB_GRID_CAP:,}"
+    assert post(client, "plan-serve", EXAMPLES["plan-serve"]).json()["configurations"] == 1088
