@@ -145,7 +145,8 @@ def run_bill(req: BillRequest) -> Report:
         raise InputError("input_price" if req.input_price is None else "output_price", "nothing", "is required",
                          "give both --input-price and --output-price")
     if req.cached + req.cache_write > req.input:
-        raise InputError("cached", req.cached, f"plus --cache-write exceeds the {req.input:,.0f} input tokens",
+        extra = f" together with --cache-write {req.cache_write:,.0f}" if req.cache_write else ""
+        raise InputError("cached", req.cached, f"exceeds the {req.input:,.0f} input tokens{extra}",
                          "cached and written tokens are part of the input")
     if req.model is None and not custom and not req.compare:
         raise InputError("model", "nothing", "is required", "give an API model (`napkin catalog prices`), "

@@ -558,7 +558,7 @@ def run_waterfall(r: Report, req: ServeRequest) -> None:
     for raw_key, raw_val in req.waterfall.items():
         key = raw_key.replace("-", "_").strip()
         if key not in WATERFALL_KNOBS:
-            raise InputError("waterfall", f"{raw_key}={raw_val}", "changes a knob napkin does not vary",
+            raise InputError("waterfall", f"{raw_key}={raw_val}", "has a knob napkin does not vary",
                              "use one of " + ", ".join(k.replace("_", "-") for k in WATERFALL_KNOBS))
         value = parse_value(infos[key], raw_val)
         changes: dict[str, Any] = {key: value}

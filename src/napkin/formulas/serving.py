@@ -103,7 +103,7 @@ def decode_flops_per_token(active_params: Any, *, n_layers: float, d_attn: float
     One new query attends to every cached key (QKᵀ) and value (AV): 2 · ctx · d_attn each
     per layer. No causal halving: the single new row sees the whole context.
     Trap: total instead of active parameters for MoE; and the attention term at long
-    context (70B at 128k context: +0.8 TFLOP per token over the 2N of 0.14 TFLOP).
+    context (70B at 128k context: +0.34 TFLOP per token over the 2N of 0.14 TFLOP).
     Source: seed 004, "flops_per_token ≈ 2 × active_params"; Kaplan et al. 2020, table 1.
     """
     return 2.0 * active_params + 4.0 * n_layers * d_attn * context_tokens * float(attention)

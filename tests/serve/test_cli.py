@@ -1,0 +1,273 @@
+"""Exact plain-text output of `napkin serve`, `napkin bill` and `napkin plan serve` (stdout is not a
+terminal under the test runner), JSON keys, charts, and errors: one line, exit 1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SERVE_70B_8XH100_ARGS = ['serve', '--model', 'llama-3.1-70b', '--gpu', 'h100', '--gpus', '8', '--batch', '16', '--price', '2.50/h']
+SERVE_70B_8XH100 = (
+    'Serve Llama 3.1 70B on 8 x H100 SXM (TP 8)\n'
+    '  model                          Llama 3.1 70B\n'
+    '  gpu                            H100 SXM\n'
+    '  gpus                           8\n'
+    '  tp                             8\n'
+    '  batch                          16\n'
+    '  weights_bytes                  141.1 GB\n'
+    '  weights_bytes_per_gpu          17.64 GB\n'
+    '  kv_bytes_per_token             327.7 kB\n'
+    '  kv_bytes_per_sequence          426 MB\n'
+    '  kv_total_bytes                 6.816 GB\n'
+    '  kv_bytes_per_gpu               852 MB\n'
+    '  usable_bytes_per_gpu           72 GB\n'
+    '  needed_bytes_per_gpu           18.49 GB\n'
+    '  fits                           yes\n'
+    '  free_bytes                     428.1 GB\n'
+    '  max_batch                      1,020\n'
+    '  prefill_linear_flops           141.1 TFLOP\n'
+    '  prefill_attention_flops        1.311 TFLOP\n'
+    '  prefill_flops                  142.4 TFLOP\n'
+    '  prefill_compute_s              44.98 ms\n'
+    '  prefill_comm_s                 11.79 ms\n'
+    '  ttft_s                         56.77 ms\n'
+    '  decode_flops_per_token         144.1 GFLOP\n'
+    '  decode_step_bytes              147.1 GB\n'
+    '  decode_step_flops              2.306 TFLOP\n'
+    '  decode_memory_s                6.863 ms\n'
+    '  decode_compute_s               728.3 us\n'
+    '  decode_comm_s                  1.763 ms\n'
+    '  decode_step_s                  8.626 ms\n'
+    '  bound                          bandwidth\n'
+    '  compute_bound_batch            236\n'
+    '  tpot_s                         8.626 ms\n'
+    '  tokens_per_s_per_sequence      115.9/s\n'
+    '  tokens_per_s                   1855/s\n'
+    '  request_latency_s              2.636 s\n'
+    '  dense_flops_per_s              989.5 TFLOP/s\n'
+    '  memory_bytes_per_s             3.35 TB/s\n'
+    '  replica_usd_per_hour           $20/h\n'
+    '  usd_per_million_output_tokens  $2.995/M\n'
+    '  usd_per_million_input_tokens   $0.3154/M\n'
+    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; allreduce_latency = 10 us; utilization = 100%\n'
+    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
+)
+
+BILL_RECEIPT_ARGS = ['bill', 'claude-sonnet-4', '--input', '1000', '--output', '300', '--as-of', '2025-10-01']
+BILL_RECEIPT = (
+    'API bill: Claude Sonnet 4 (Anthropic)\n'
+    '  model           Claude Sonnet 4\n'
+    '  provider        Anthropic\n'
+    '  tier            standard\n'
+    '  input_usd       $0.003\n'
+    '  output_usd      $0.0045\n'
+    '  usd             $0.0075\n'
+    '  price_date      2025-08-12\n'
+    '  price_age_days  50\n'
+    '  price_source    https://docs.anthropic.com/en/docs/about-claude/pricing\n'
+    'note: 5-minute cache writes (1-hour writes are $6/M). Long-context tier from the 1M-token context beta of 2025-08-12; the long-context cache prices are the standard 1.25x and 0.1x multipliers on $6, as the pricing page says they stack, not separately listed.\n'
+)
+
+BILL_AGENT_ARGS = ['bill', 'claude-sonnet-4', '--input', '4200', '--output', '300', '--calls', '7', '--history-growth', '2000', '--as-of', '2025-10-01']
+BILL_AGENT = (
+    'API bill: Claude Sonnet 4 (Anthropic)\n'
+    '  model                   Claude Sonnet 4\n'
+    '  provider                Anthropic\n'
+    '  tier                    standard\n'
+    '  input_usd               $0.0126\n'
+    '  output_usd              $0.0045\n'
+    '  usd                     $0.0171\n'
+    '  price_date              2025-08-12\n'
+    '  price_age_days          50\n'
+    '  price_source            https://docs.anthropic.com/en/docs/about-claude/pricing\n'
+    '  task_input_tokens       71,400\n'
+    '  task_usd_without_cache  $0.2457\n'
+    '  task_usd_with_cache     $0.1088\n'
+    '  cache_saving            55.7%\n'
+    '  task_output_tokens      2,100\n'
+    'note: 5-minute cache writes (1-hour writes are $6/M). Long-context tier from the 1M-token context beta of 2025-08-12; the long-context cache prices are the standard 1.25x and 0.1x multipliers on $6, as the pricing page says they stack, not separately listed.\n'
+    "note: an agent's honest unit is the task: 7 calls re-send 71,400 input tokens in all, 17.0x the first prompt\n"
+    '\n'
+    "the agent's calls, with prompt caching:\n"
+    '  call   input  cache read  cache write  usd (cached)\n'
+    '     1   4,200           0        4,200      $0.02025\n'
+    '     2   6,200       4,200        2,000      $0.01326\n'
+    '     3   8,200       6,200        2,000      $0.01386\n'
+    '     4  10,200       8,200        2,000      $0.01446\n'
+    '     5  12,200      10,200        2,000      $0.01506\n'
+    '     6  14,200      12,200        2,000      $0.01566\n'
+    '     7  16,200      14,200        2,000      $0.01626\n'
+)
+
+PLAN_H100_ARGS = ['plan', 'serve', '--model', 'llama-3.1-70b', '--rate', '10/s', '--gpu', 'h100-sxm', '--price', 'h100-sxm=2.50', '--batch', '16,64,256', '--top', '3']
+PLAN_H100 = (
+    'Plan serve Llama 3.1 70B: 10 requests/s, TTFT <= 500 ms, TPOT <= 50 ms\n'
+    '  model                               Llama 3.1 70B\n'
+    '  configurations                      48\n'
+    '  valid_configurations                30\n'
+    '  fitting_configurations              21\n'
+    '  meeting_slo                         12\n'
+    '  best                                3 x 4 h100-sxm (bf16, TP 4, batch 64)\n'
+    '  best_total_gpus                     12\n'
+    '  best_fleet_usd_per_hour             $30/h\n'
+    '  best_usd_per_million_output_tokens  $2.778/M\n'
+    '  best_ttft_s                         100.3 ms\n'
+    '  best_tpot_s                         26.4 ms\n'
+    'assumed: utilization = 70%; mfu = 40%; bandwidth_efficiency = 80%\n'
+    'note: simplification: no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica\n'
+    'note: simplification: static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree\n'
+    'note: simplification: prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load\n'
+    "note: simplification: a replica's GPUs share one NVLink-class domain; GPUs beyond the TP degree are pipeline stages\n"
+    '\n'
+    'cheapest configurations that meet both objectives:\n'
+    '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT      TPOT  tok/s/GPU  fleet $/h   $/M out  bound\n'
+    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms   26.4 ms    910.5/s      $30/h  $2.778/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms  13.91 ms    803.3/s      $40/h  $3.704/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms  22.15 ms     2017/s      $40/h  $3.704/M  compute\n'
+    '\n'
+    'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
+    '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU      TPOT  bound\n'
+    '  h100-sxm  bf16     8   8     16     115.9/s    231.9/s  8.626 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8     64     100.4/s    803.3/s  9.959 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8    256     63.04/s     2017/s  15.86 ms  compute\n'
+    '  h100-sxm  bf16     4   4    256     36.84/s     2358/s  27.14 ms  compute\n'
+)
+
+SERVE_WATERFALL_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--batch', '8', '--price', '2.95/h', '--waterfall', 'batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b']
+SERVE_WATERFALL = (
+    'Serve Llama 3.1 8B on 1 x H100 SXM (TP 1)\n'
+    '  model                          Llama 3.1 8B\n'
+    '  gpu                            H100 SXM\n'
+    '  gpus                           1\n'
+    '  tp                             1\n'
+    '  batch                          8\n'
+    '  weights_bytes                  16.06 GB\n'
+    '  weights_bytes_per_gpu          16.06 GB\n'
+    '  kv_bytes_per_token             131.1 kB\n'
+    '  kv_bytes_per_sequence          170.4 MB\n'
+    '  kv_total_bytes                 1.363 GB\n'
+    '  kv_bytes_per_gpu               1.363 GB\n'
+    '  usable_bytes_per_gpu           72 GB\n'
+    '  needed_bytes_per_gpu           17.42 GB\n'
+    '  fits                           yes\n'
+    '  free_bytes                     54.58 GB\n'
+    '  max_batch                      328\n'
+    '  prefill_linear_flops           16.06 TFLOP\n'
+    '  prefill_attention_flops        262.1 GFLOP\n'
+    '  prefill_flops                  16.32 TFLOP\n'
+    '  prefill_compute_s              41.24 ms\n'
+    '  ttft_s                         41.24 ms\n'
+    '  decode_flops_per_token         16.66 GFLOP\n'
+    '  decode_step_bytes              17.27 GB\n'
+    '  decode_step_flops              133.3 GFLOP\n'
+    '  decode_memory_s                6.443 ms\n'
+    '  decode_compute_s               336.8 us\n'
+    '  decode_step_s                  6.443 ms\n'
+    '  bound                          bandwidth\n'
+    '  compute_bound_batch            None\n'
+    '  tpot_s                         6.443 ms\n'
+    '  tokens_per_s_per_sequence      155.2/s\n'
+    '  tokens_per_s                   1242/s\n'
+    '  request_latency_s              1.968 s\n'
+    '  dense_flops_per_s              989.5 TFLOP/s\n'
+    '  memory_bytes_per_s             3.35 TB/s\n'
+    '  replica_usd_per_hour           $2.95/h\n'
+    '  usd_per_million_output_tokens  $0.6599/M\n'
+    '  usd_per_million_input_tokens   $0.03379/M\n'
+    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; utilization = 100%\n'
+    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
+    'note: no batch makes this decode step compute-bound: the KV read grows as fast as the FLOPs\n'
+    'note: waterfall: each change is applied on top of the ones before it, to the same prompt and output lengths\n'
+    '\n'
+    'waterfall (each change on top of the ones before):\n'
+    '  step                tokens/s     x      TPOT      TTFT     $/M out  binds      max batch\n'
+    '  baseline              1242/s     -  6.443 ms  41.24 ms   $0.6599/M  bandwidth        328\n'
+    '  batch=64              6672/s  5.37  9.592 ms  41.24 ms   $0.1228/M  bandwidth        328\n'
+    '  precision=fp8         9703/s  1.45  6.596 ms  20.62 ms  $0.08445/M  bandwidth        375\n'
+    '  tp=2                 15950/s  1.64  4.013 ms  12.12 ms   $0.1028/M  bandwidth        797\n'
+    '  cached-prefix=900    15950/s  1.00  4.013 ms  2.255 ms   $0.1028/M  bandwidth      2,591\n'
+    '  draft=llama-3.2-1b   20985/s  1.32   3.05 ms  2.255 ms   $0.0781/M  bandwidth      1,416\n'
+)
+
+
+@pytest.mark.parametrize("args,expected", [
+    (SERVE_70B_8XH100_ARGS, SERVE_70B_8XH100),
+    (BILL_RECEIPT_ARGS, BILL_RECEIPT),
+    (BILL_AGENT_ARGS, BILL_AGENT),
+    (PLAN_H100_ARGS, PLAN_H100),
+    (SERVE_WATERFALL_ARGS, SERVE_WATERFALL),
+], ids=['serve_70b_8xh100', 'bill_receipt', 'bill_agent', 'plan_h100', 'serve_waterfall'])
+def test_exact_output(run_cli, args, expected):
+    assert run_cli(*args).stdout == expected
+
+
+def test_serve_json_has_the_issue_keys(run_cli):
+    d = json.loads(run_cli("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--price", "2.5/h",
+                           "--json").stdout)
+    for key in ("weights_bytes", "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_sequence",
+                "kv_total_bytes", "fits", "free_bytes", "max_batch", "prefill_flops", "ttft_s", "decode_step_bytes",
+                "decode_step_flops", "decode_step_s", "bound", "tpot_s", "tokens_per_s_per_sequence", "tokens_per_s",
+                "compute_bound_batch", "request_latency_s", "usd_per_million_output_tokens",
+                "usd_per_million_input_tokens", "derivation", "assumptions", "warnings"):
+        assert key in d, key
+    assert d["weights_bytes"] == pytest.approx(141.1e9, rel=1e-3)  # base units, not "141.1 GB"
+
+
+def test_waterfall_json_rows(run_cli):
+    d = json.loads(run_cli(*SERVE_WATERFALL_ARGS, "--json").stdout)
+    steps = [row["step"] for row in d["waterfall"]]
+    assert steps == ["baseline", "batch=64", "precision=fp8", "tp=2", "cached-prefix=900", "draft=llama-3.2-1b"]
+    assert d["waterfall"][3]["gpus"] == 2  # tp=2 on a one-GPU replica brings its second GPU
+    assert all(row["binds"] in ("memory capacity", "bandwidth", "compute", "communication") for row in d["waterfall"])
+
+
+@pytest.mark.parametrize("args,name", [
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8"], "roofline"),
+    (SERVE_WATERFALL_ARGS, "waterfall"),
+    (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "10/s", "--gpu", "h100-sxm,h200"], "pareto"),
+])
+def test_chart_writes_svg(run_cli, tmp_path, args, name):
+    path = tmp_path / "chart.svg"
+    result = run_cli(*args, "--chart", str(path))
+    assert path.read_text().lstrip().startswith("<svg")
+    assert f"wrote {name} chart" in result.stderr
+
+
+def test_memory_chart_by_name(run_cli, tmp_path):
+    path = tmp_path / "m.png"
+    run_cli("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--chart", str(path),
+            "--chart-name", "memory")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "3"],
+     "error: tp does not divide the 64 attention heads of Llama 3.1 70B; got 3 (use one of 1, 2, 4, 8, 16, 32, 64)\n"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--tp", "4"],
+     "error: tp exceeds the GPUs of the replica (2); got 4 (use --tp at most 2, or raise --gpus to 4)\n"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "6", "--tp", "4"],
+     "error: gpus is not a multiple of --tp 4; got 6 (GPUs beyond the TP degree form pipeline stages: "
+     "give gpus = tp x stages)\n"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--prompt", "1000", "--cached-prefix", "1000"],
+     "error: cached_prefix must be less than the prompt (1000 tokens); got 1000 (at least one prompt token is "
+     "computed)\n"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--mfu", "40"],
+     "error: mfu must be in (0, 1]; got 40 (did you mean 0.40?)\n"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--waterfall", "foo=1"],
+     "error: waterfall has a knob napkin does not vary; got foo=1 (use one of batch, precision, kv-precision, tp, "
+     "gpus, gpu, cached-prefix, draft, draft-tokens, acceptance, mfu, bandwidth-efficiency, allreduce-latency, "
+     "price)\n"),
+    (["bill", "claude-5"], "error: unknown API model 'claude-5'; closest: claude-opus-4, claude-haiku-3.5, "
+                          "claude-sonnet-4\n"),
+    (["bill", "claude-sonnet-4", "--input", "100", "--cached", "200"],
+     "error: cached exceeds the 100 input tokens; got 200 (cached and written tokens are part of the input)\n"),
+    (["bill", "claude-sonnet-4", "--self-hosted", "--gpu", "h100"],
+     "error: serve_model is required: Claude Sonnet 4 has no open weights to self-host; got nothing (give "
+     "--serve-model with an open model, e.g. llama-3.1-70b)\n"),
+    (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "0/s"], "error: rate must be > 0; got 0/s\n"),
+])
+def test_bad_input_is_one_line(run_cli, args, message):
+    result = run_cli(*args, code=1)
+    assert result.stderr == message
+    assert result.stdout == ""

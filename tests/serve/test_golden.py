@@ -1,0 +1,164 @@
+"""Golden values of seeds 003 and 004 on serving, each citing its worked example's id."""
+
+from __future__ import annotations
+
+import pytest
+
+from napkin import calculate
+from napkin.formulas import cost, serving as sv
+from tests.conftest import approx, worked
+
+
+def serve(**kw):
+    return calculate("serve", **kw)
+
+
+# ------------------------------------------------------------------------ KV cache
+@pytest.mark.parametrize("ex,model", [(worked("kv-per-token-llama31-70b")[0], "llama-3.1-70b"),
+                                      (worked("kv-per-token-deepseek-v3-mla")[0], "deepseek-v3"),
+                                      (worked("journey-405b-kv")[0], "llama-3.1-405b")], ids=str)
+def test_kv_bytes_per_token(ex, model):
+    r = serve(model=model, gpu="h200", gpus=8)
+    assert r["kv_bytes_per_token"] == approx(ex.expected["kv_bytes_per_token"], ex.rel_tol)
+
+
+def test_kv_405b_1000_tokens_and_128k():
+    ex = worked("journey-405b-kv")[0]
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=999, output=1)
+    assert r["kv_bytes_per_sequence"] == approx(ex.expected["kv_bytes_1000_tokens"], ex.rel_tol)
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=131071, output=1)
+    assert r["kv_bytes_per_sequence"] == approx(ex.expected["kv_bytes_128k_context"], ex.rel_tol)
+
+
+def test_kv_128k_one_sequence_70b():
+    ex = worked("kv-128k-one-sequence-70b")[0]
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=8, prompt=131071, output=1)
+    assert r["kv_total_bytes"] == approx(ex.expected["kv_total_bytes"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("gpus,fits", [(2, False), (4, True)])
+def test_kv_total_and_fit_on_2_vs_4_h100(gpus, fits):
+    """Seed 004: 70B, 8k context, 32 sequences = 80 GiB of KV; no room on 2 H100s, room on 4."""
+    ex = worked("kv-total-70b-8k-32seq")[0]
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=gpus, prompt=8191, output=1, batch=32, usable=1.0)
+    assert r["kv_total_bytes"] == approx(ex.expected["kv_total_bytes"], ex.rel_tol)
+    assert r["fits"] is fits
+    if fits:
+        assert r["free_bytes"] == pytest.approx(320e9 - 141.1e9 - 85.9e9, rel=2e-3)
+    else:
+        assert r["short_by_bytes"] == pytest.approx(141.1e9 + 85.9e9 - 160e9, rel=2e-3)
+        assert 0 < r["max_batch"] < 32
+
+
+# ------------------------------------------------------------------------ decode
+def test_decode_70b_batch1_formula():
+    ex = worked("decode-70b-bf16-batch1-h100")[0]
+    i = ex.inputs
+    t = sv.decode_step_seconds(i["weights_bytes"] + i["batch"] * i["kv_bytes_per_sequence"], flops_per_gpu=0.0,
+                               memory_bytes_per_s=i["memory_bytes_per_s"], dense_flops_per_s=1.0)
+    assert i["batch"] / t == approx(ex.expected["tokens_per_s"], ex.rel_tol)
+
+
+def test_decode_70b_batch1_calculator():
+    """The calculator on the catalog's 70B (70.55B computed) at 100% bandwidth: ~24 tokens/s."""
+    ex = worked("decode-70b-bf16-batch1-h100")[0]
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=1, prompt=1, output=1, convention="2N",
+              bandwidth_efficiency=1.0, mfu=1.0)
+    assert r["tokens_per_s"] == approx(ex.expected["tokens_per_s"], ex.rel_tol)
+    assert r["bound"] == "bandwidth"
+
+
+def test_405b_bandwidth_floor_15ms_on_eight_h100():
+    ex = worked("journey-405b-weight-read")[0]
+    i = ex.inputs
+    one = sv.roofline_seconds(i["weights_bytes"], flops=0.0, memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"],
+                              dense_flops_per_s=1.0)
+    eight = sv.roofline_seconds(i["weights_bytes"] / i["gpus"], flops=0.0,
+                                memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"], dense_flops_per_s=1.0)
+    assert one == approx(ex.expected["seconds_one_gpu"], ex.rel_tol)
+    assert eight == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1, output=1, convention="2N",
+              bandwidth_efficiency=1.0, allreduce_latency=0)
+    assert r["decode_memory_s"] == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
+
+
+# ------------------------------------------------------------------------ prefill
+def test_prefill_405b_1000_tokens():
+    ex = worked("journey-405b-prefill")[0]
+    i = ex.inputs
+    flops = 2 * i["params"] * i["prompt_tokens"]
+    assert sv.prefill_seconds(flops, weights_bytes=0.0, n_gpus=1, dense_flops_per_s=6.3e15, mfu=1.0,
+                              memory_bytes_per_s=1.0) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=300, convention="2N")
+    assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
+    # 8 x 1,979 TFLOP/s x 40% = 6.33 PFLOP/s, the seed's "~6.3"
+    assert r["prefill_compute_s"] == pytest.approx(ex.expected["seconds_at_6p3_pflops"], rel=0.01)
+
+
+def test_prefill_100k_tokens_and_the_attention_term():
+    ex = worked("journey-long-prefill")[0]
+    i = ex.inputs
+    flops = 2 * i["params"] * i["prompt_tokens"]
+    assert flops == approx(ex.expected["prefill_flops"], ex.rel_tol)
+    assert flops / i["effective_flops_per_s"] == approx(ex.expected["seconds"], ex.rel_tol)
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt="100k", output=300,
+              convention="2N")
+    assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
+    assert any(w.code == "long-context" for w in r.warnings)  # 2N leaves attention out: said so
+    causal = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt="100k", output=300)
+    # 2 · L · T² · d = 2 · 126 · 1e10 · 16384 = 4.13e16 on top of 8.1e16 (seed 003: "dominant past ~100K")
+    assert causal["prefill_attention_flops"] == pytest.approx(2 * 126 * 1e10 * 16384, rel=1e-9)
+    assert any("undercounts" in w.message for w in causal.warnings)
+
+
+def test_prefill_1000_tokens_no_long_context_warning():
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=300)
+    assert not any(w.code == "long-context" for w in r.warnings)
+
+
+def test_prefill_70b_8k_floor():
+    ex = worked("prefill-70b-8k")[0]
+    flops = 2 * ex.inputs["params"] * ex.inputs["prompt_tokens"]
+    assert flops == approx(ex.expected["prefill_flops"], ex.rel_tol)
+    t = sv.prefill_seconds(flops, weights_bytes=141e9, n_gpus=1, dense_flops_per_s=989e12, mfu=1.0,
+                           memory_bytes_per_s=3.35e12)
+    assert t == approx(ex.expected["seconds_at_full_h100"], ex.rel_tol)
+
+
+def test_moe_compute_with_active_memory_with_total():
+    ex = worked("moe-active-deepseek-v3")[0]
+    assert sv.decode_flops_per_token(ex.inputs["active_params"], n_layers=61, d_attn=1.0, context_tokens=0.0,
+                                     attention=False) == approx(ex.expected["flops_per_token"], ex.rel_tol)
+    r = serve(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8", prompt=1000, output=300, convention="2N")
+    assert r["weights_bytes"] == pytest.approx(671e9, rel=0.005)  # memory: every expert, 1 byte each
+    assert r["decode_flops_per_token"] == pytest.approx(ex.expected["flops_per_token"], rel=0.02)  # compute: active
+    assert r["decode_step_bytes"] < 0.1 * r["weights_bytes"]  # batch 1 reads ~37B of 671B
+
+
+# ------------------------------------------------------------------------ money
+@pytest.mark.parametrize("ex", worked("serve-cost-8xh100", "serve-cost-8xh100-40pct"), ids=str)
+def test_usd_per_million_at_utilization(ex):
+    i = ex.inputs
+    got = cost.usd_per_million_tokens(i["gpus"] * i["usd_per_gpu_hour"], tokens_per_s=i["tokens_per_s"],
+                                      utilization=i["utilization"])
+    assert got == approx(ex.expected["usd_per_million_tokens"], ex.rel_tol)
+
+
+@pytest.mark.parametrize("util", [1.0, 0.4])
+def test_serve_prices_its_own_tokens_per_s(util):
+    """The serve calculator's $/M is the seed-004 formula on its own tokens/s: 40% costs 2.5x."""
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=64, price="2.50/h", utilization=util)
+    expect = cost.usd_per_million_tokens(8 * 2.5, tokens_per_s=r["tokens_per_s"], utilization=util)
+    assert r["usd_per_million_output_tokens"] == pytest.approx(expect, rel=1e-12)
+    full = serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=64, price="2.50/h")
+    assert r["usd_per_million_output_tokens"] == pytest.approx(full["usd_per_million_output_tokens"] / util)
+
+
+def test_the_receipt():
+    ex = worked("journey-bill")[0]
+    r = calculate("bill", model="claude-sonnet-4", input=1000, output=300)
+    assert r["usd"] == approx(ex.expected["usd"], ex.rel_tol)
+    i = ex.inputs
+    r = calculate("bill", input=i["input_tokens"], output=i["output_tokens"],
+                  input_price=i["usd_per_million_input"], output_price=i["usd_per_million_output"])
+    assert r["usd"] == approx(ex.expected["usd"], ex.rel_tol)
