@@ -79,7 +79,17 @@ class CompareReport(Report):
     """A Report whose text is the ranking as a table."""
 
     def rows(self) -> list[tuple[str, str]]:
-        return [(k, v) for k, v in super().rows() if k != "ranking"]
+        """Scalar results, then one row per part in rank order (the web page and rich table show these)."""
+        out = [(k, v) for k, v in super().rows() if k != "ranking"]
+        for row in self.results.get("ranking", []):
+            out.append((f"{row['rank']}. {row['gpu']}",
+                        f"{fmt(row['usd_per_million_tokens'], 'usd_per_million')} at "
+                        f"{fmt(row['mfu'], 'fraction')} MFU{' (guess)' if row['mfu_basis'] == 'guess' else ''}, "
+                        f"{fmt(row['usd_per_gpu_hour'], 'usd_per_hour')}"
+                        f"{'' if row['price_basis'] == 'given' else ' (reference)'}; "
+                        + ("the baseline" if row["gpu"] == self.results.get("baseline") else
+                           f"{row['per_token_vs_baseline'] - 1:+.1%} per token vs {self.results.get('baseline')}")))
+        return out
 
     def text(self) -> str:
         lines = [self.title, ranking_text(self.results.get("ranking", []), self.results.get("baseline", ""))]
