@@ -114,3 +114,11 @@ def test_energy_is_power_times_time_times_share():
     # 8 × 700 W for 9.2 s alone: 51.5 kJ; one 64th of it when the node is shared
     assert jf.energy_joules(9.2, n_gpus=8, watts_per_gpu=700) == pytest.approx(51_520)
     assert jf.energy_joules(9.2, n_gpus=8, watts_per_gpu=700, share=1 / 64) == pytest.approx(805)
+
+
+def test_context_longer_than_the_window_is_warned():
+    """GPT-2 holds 1,024 tokens; the seed's 1,000 in + 300 out overflows it, and the journey says so."""
+    r = calculate("journey", model="gpt2", gpu="rtx-4090", gpus=1, precision="bf16")
+    (w,) = [w for w in r.warnings if w.code == "context-too-long"]
+    assert w.message.startswith("1,000 prompt + 300 output tokens exceed GPT-2")
+    assert not [w for w in calculate("journey").warnings if w.code == "context-too-long"]

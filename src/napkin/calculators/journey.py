@@ -196,6 +196,10 @@ def run_journey(req: JourneyRequest) -> Report:
            unit="bytes", d_model=m.d_model)
     r.step("embedded_prompt_values", "prompt_tokens · d_model", value=float(prompt_tokens * m.d_model), unit="count",
            prompt_tokens=(prompt_tokens, "count"), d_model=m.d_model)
+    if m.max_context and prompt_tokens + req.output_tokens > m.max_context:
+        r.warn("context-too-long", f"{prompt_tokens:,} prompt + {req.output_tokens:,} output tokens exceed "
+                                   f"{m.name}'s {m.max_context:,}-token context window; the figures below are "
+                                   f"what it would cost if it did not")
     r.note(f"counts differ by tokenizer: these are {tc.encoding}'s; {m.name}'s own vocabulary has "
            f"{m.vocab_size:,} entries")
     if req.prompt == SEED_PROMPT:
