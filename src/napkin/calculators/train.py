@@ -76,7 +76,8 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     peak: Annotated[float | None, field("flops_per_s", "dense peak per GPU by hand (instead of the catalog's)",
                                         gt=0)] = None
     usable: Annotated[float, field("fraction", "fraction of GPU memory usable for training state")] = 0.8
-    calibration: Annotated[str | None, field("path", "calibration file from `napkin measure` (its training MFU)")] = None
+    calibration: Annotated[str | None, field("path", "calibration file from `napkin measure` "
+                                                     "(its training MFU)")] = None
     mtbf_per_gpu: Annotated[float | None, field("seconds", "mean time between failures of one GPU (goodput auto)",
                                                 gt=0)] = None
     checkpoint_time: Annotated[float | None, field("seconds", "time to write one checkpoint (goodput auto)",
@@ -304,8 +305,8 @@ def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention
                       value=flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len,
                                                             convention=convention),
                       unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"))
-        fpt = r.step("flops_per_token", "6 · N + attention", value=flops.train_flops_per_token(n, attention_flops=attn),
-                     unit="flops", N=(n, "count"), attention=(attn, "flops"))
+        fpt = r.step("flops_per_token", "6 · N + attention",
+                     value=flops.train_flops_per_token(n, attention_flops=attn), unit="flops", N=(n, "count"), attention=(attn, "flops"))
         return fpt, attn
     fpt = r.step("flops_per_token", "6 · N  (no attention term)", value=flops.train_flops_per_token(n),
                  unit="flops", N=(n, "count"))
@@ -531,7 +532,8 @@ def run_train(req: TrainRequest) -> TrainReport:
     fixed_formula = " + fixed" + (" + data" if req.data_usd is not None else "")
     loaded = r.step("loaded_usd", "marginal · (1 + Σ overheads)" + fixed_formula,
                     value=T.loaded_usd(marginal, overhead_multiplier=overhead_sum, fixed_usd=req.fixed_usd + data),
-                    unit="usd", marginal=(marginal, "usd"), **{"Σ overheads": overhead_sum}, fixed=(req.fixed_usd, "usd"),
+                    unit="usd", marginal=(marginal, "usd"), **{"Σ overheads": overhead_sum},
+                    fixed=(req.fixed_usd, "usd"),
                     **({"data": (data, "usd")} if req.data_usd is not None else {}))
     r.step("loaded_over_marginal", "loaded / marginal", value=loaded / marginal, unit="number")
 
@@ -568,8 +570,8 @@ def run_train(req: TrainRequest) -> TrainReport:
             r.assume("pue", 1.0, "GPU boards only; give --pue (1.1-1.5 is typical) for the facility", unit="number")
         else:
             r.assume("pue", pue, "as given", unit="number", basis="given")
-        r.step("energy_kwh", "gpu_hours · TDP · PUE / 1000  (kWh)", value=en.gpu_energy_kwh(hours, tdp_watts=g.tdp_watts,
-               pue=pue), unit=None, gpu_hours=(hours, "count"), TDP=(g.tdp_watts, "watts"), PUE=pue)
+        r.step("energy_kwh", "gpu_hours · TDP · PUE / 1000  (kWh)",
+               value=en.gpu_energy_kwh(hours, tdp_watts=g.tdp_watts, pue=pue), unit=None, gpu_hours=(hours, "count"), TDP=(g.tdp_watts, "watts"), PUE=pue)
         r.note("energy counts the GPUs at TDP (an upper bound on board power) times PUE; host CPUs, network and "
                "storage are not in it")
     else:
