@@ -1,0 +1,99 @@
+"""`napkin plan serve`: the vectorised grid, the objectives, the ranking and the Pareto front."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from napkin import calculate
+from napkin.plan.serve import pareto_front
+
+
+def plan(**kw):
+    kw.setdefault("model", "llama-3.1-70b")
+    kw.setdefault("rate", "10/s")
+    return calculate("plan-serve", **kw)
+
+
+def test_ranking_meets_both_objectives_cheapest_first():
+    r = plan(gpu="h100-sxm,h200,b200,mi300x", price="h100-sxm=2.50,h200=3.50,b200=5.00,mi300x=2.00",
+             precision="bf16,fp8", ttft="500ms", tpot="50ms", top=50)
+    rows = r["ranking"]
+    assert rows and r["meeting_slo"] >= len(rows)
+    assert all(x["ttft_s"] <= 0.5 and x["tpot_s"] <= 0.05 for x in rows)
+    costs = [x["usd_per_million_output_tokens"] for x in rows]
+    assert costs == sorted(costs)
+    best = rows[0]
+    # the fleet carries 10 requests/s x 300 tokens: $/M = fleet $/h / 3600 / 3000 x 1e6
+    assert best["usd_per_million_output_tokens"] == pytest.approx(best["fleet_usd_per_hour"] / 3600 / 3000 * 1e6)
+    assert best["fleet_usd_per_hour"] == pytest.approx(best["total_gpus"] * {"h100-sxm": 2.5, "h200": 3.5,
+                                                                             "b200": 5.0, "mi300x": 2.0}[best["gpu"]])
+
+
+def test_replicas_carry_the_rate_at_the_target_utilisation():
+    r = plan(gpu="h100-sxm", price="h100-sxm=2.5", rate="25/s", top=100)
+    for x in r["ranking"]:
+        one = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=x["gpus"], tp=x["tp"], batch=x["batch"])
+        lam = x["batch"] / (300 * one["decode_step_s"] + x["batch"] * one["ttft_s"])
+        assert x["replicas"] == math.ceil(25 / (0.7 * lam) - 1e-9)
+
+
+def test_impossible_objectives_say_what_is_possible():
+    r = plan(gpu="h100-sxm", tpot="1ms")
+    assert r["meeting_slo"] == 0 and r["ranking"] == []
+    assert any(w.code == "no-config-meets-slo" and "fastest TPOT" in w.message for w in r.warnings)
+
+
+def test_nothing_fits():
+    r = plan(model="llama-3.1-405b", gpu="h100-sxm", max_gpus=2)
+    assert any(w.code == "nothing-fits" for w in r.warnings)
+
+
+def test_missing_price_falls_back_to_the_dated_catalog_price():
+    r = plan(gpu="h100-sxm")
+    a = {x.name: x for x in r.assumptions}
+    assert a["price[h100-sxm]"].basis == "catalog"
+    assert r["ranking"][0]["usd_per_million_output_tokens"] is not None
+
+
+def test_simplifications_are_stated():
+    notes = " ".join(plan(gpu="h100-sxm").notes)
+    assert "no queueing model" in notes and "static roofline efficiencies" in notes
+
+
+def test_grid_size():
+    from napkin.plan.serve import PlanServeRequest, evaluate_grid
+    from napkin.request import parse_request
+
+    req = parse_request(PlanServeRequest, {"model": "llama-3.1-70b", "rate": "1/s", "gpu": "h100-sxm,h200",
+                                           "precision": "bf16,fp8"})
+    g = evaluate_grid(req)
+    assert g["configurations"] == 4 * 4 * 4 * 17  # hardware x gpus x tp x batch
+    assert g["arrays"]["tpot_s"].shape == (4, 4, 4, 17)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.1, 100), st.floats(0.1, 100)), min_size=1, max_size=40))
+def test_pareto_front_is_exactly_the_undominated_points(points):
+    x = np.array([p[0] for p in points])
+    y = np.array([p[1] for p in points])
+    front = set(pareto_front(x, y).tolist())
+    for i in range(len(points)):
+        dominated = any((x[j] >= x[i] and y[j] >= y[i]) and (x[j] > x[i] or y[j] > y[i]) for j in range(len(points)))
+        duplicate_kept = any(j in front and x[j] == x[i] and y[j] == y[i] for j in range(len(points)) if j != i)
+        if dominated:
+            assert i not in front
+        elif not duplicate_kept:
+            assert i in front
+
+
+def test_pareto_front_in_the_report_is_monotone():
+    r = plan(gpu="h100-sxm,h200")
+    front = r["pareto_front"]
+    users = [p["tokens_per_s_per_user"] for p in front]
+    per_gpu = [p["tokens_per_s_per_gpu"] for p in front]
+    assert users == sorted(users, reverse=True)
+    assert per_gpu == sorted(per_gpu)
