@@ -60,6 +60,7 @@ def print_rows(rows: list[dict], which: str) -> None:
 
 def print_rich(report: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -67,13 +68,13 @@ def print_rich(report: Any) -> None:
     t.add_column("result", style="bold")
     t.add_column("value", justify="right")
     for k, v in report.rows():
-        t.add_row(k, v)
+        t.add_row(escape(k), escape(v))
     console.print(t)
     for w in report.warnings:
-        console.print(f"[yellow]warning [{w.code}][/yellow]: {w.message}", highlight=False)
+        console.print(f"[yellow]warning {escape('[' + w.code + ']')}[/yellow]: {escape(w.message)}", highlight=False)
     guessed = [a for a in report.assumptions if a.basis in ("assumed", "reference")]
     if guessed:
-        console.print("[dim]assumed: " + "; ".join(
-            f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed) + "[/dim]", highlight=False)
+        console.print("[dim]assumed: " + escape("; ".join(
+            f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed)) + "[/dim]", highlight=False)
     for n in report.notes:
-        console.print(f"[dim]note: {n}[/dim]", highlight=False)
+        console.print(f"[dim]note: {escape(n)}[/dim]", highlight=False)
