@@ -49,13 +49,10 @@ def load_plan(path: str) -> Plan:
     per_m = report.get("usd_per_million_tokens")
     if not isinstance(per_m, dict) or "marginal" not in per_m:
         raise InputError("plan", path, "gave no marginal usd_per_million_tokens", "give --plan-usd-per-million X")
-    mfu = next((a.value for a in report.assumptions if a.name == "mfu"), None)
-    goodput = next((a.value for a in report.assumptions if a.name == "goodput"), None)
-    price = report.get("usd_per_gpu_hour")
-    if price is None:
-        price = next((a.value for a in report.assumptions if a.name in ("usd_per_gpu_hour", "price")), None)
+    price = report.get("price", report.get("usd_per_gpu_hour"))
     if price is None and isinstance(raw.get("price"), (int, float)):
         price = float(raw["price"])
+    mfu, goodput = report.get("mfu"), report.get("goodput")
     return Plan(float(per_m["marginal"]), path, usd_per_gpu_hour=_num(price), mfu=_num(mfu), goodput=_num(goodput))
 
 

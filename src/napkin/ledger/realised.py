@@ -123,12 +123,12 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     ds = np.diff(s)
     forward = ds > 0
     if not forward.any():
-        raise NotEnoughRecords("step", rec.where(0), f"never advances (step {int(s[0])} to {int(s[-1])} over "
+        raise NotEnoughRecords("step", rec.where(0), f"does not advance (step {int(s[0])} to {int(s[-1])} over "
                          f"{len(s)} records)", "a cost per token needs forward progress")
     first, last = s[0], s[-1]
     if last <= first:
-        raise NotEnoughRecords("step", rec.where(len(s) - 1), f"ends at step {int(last)}, not after the first step "
-                         f"{int(first)}: no forward progress to divide by", "give the log up to a later step")
+        raise NotEnoughRecords("step", rec.where(len(s) - 1), f"must end after the first step {int(first)} (it ends at "
+                         f"{int(last)}): no forward progress to divide by", "give the log up to a later step")
     stride = float(np.median(ds[forward]))
     d = np.where(forward, ds, stride)
     high = np.maximum.accumulate(s)[:-1]
@@ -152,7 +152,7 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
         tokens_per_step_max=float(k.max()),
     )
     if led.advanced_tokens <= 0:
-        raise InputError("tokens", rec.where(len(s) - 1), "are zero over the steps that advanced",
+        raise InputError("tokens", rec.where(len(s) - 1), "is zero over the steps that advanced",
                          "give --tokens-per-step or a tokens column with the tokens in each step")
     for i in np.flatnonzero(~forward | gap)[:MAX_EVENTS]:
         i = int(i)

@@ -101,7 +101,8 @@ def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged",
     back = np.flatnonzero(np.diff(rec.t_wall) < 0)
     if back.size:
         i = int(back[0]) + 1
-        raise InputError("t_wall", rec.where(i), f"goes backwards ({_fmt_t(rec.t_wall[i], absolute)} after "
-                         f"{_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)}; {back.size} place(s))",
+        raise InputError("t_wall", f"{_fmt_t(rec.t_wall[i], absolute)} at {rec.where(i)}",
+                         f"must not go backwards (it was {_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)}; "
+                         f"{back.size} place(s) in all)",
                          "a step log must be in time order; give each restart's log as its own file")
     return rec

@@ -20,7 +20,7 @@ def rename(df: Any, opts: ReadOptions) -> Any:
     cols = list(df.columns)
     for src in opts.mapping:
         if src not in cols:
-            raise InputError("map", f"{src}={opts.mapping[src]}", f"names a column the log does not have ({src})",
+            raise InputError("map", f"{src}={opts.mapping[src]}", "does not name a column of the log",
                              "columns are: " + ", ".join(c for c in cols if c != "line"))
     for src, dst in opts.mapping.items():
         if dst not in FIELDS:

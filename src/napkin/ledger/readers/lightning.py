@@ -33,7 +33,11 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         out.notes.append(f"{df.height - merged.height} rows merged into the row of the same step "
                          "(Lightning writes one row per logging call)")
     if "t_wall" in merged.columns and merged["t_wall"].drop_nulls().len():
-        merged = time_to_seconds(merged, out)
+        timed = merged.filter(pl.col("t_wall").is_not_null() | pl.col("step").is_null())
+        if timed.height < merged.height:
+            out.notes.append(f"{merged.height - timed.height} steps without napkin/t_wall are other metrics, "
+                             "not step records (the callback logs the wall clock every `every` steps)")
+        merged = time_to_seconds(timed, out)
     else:
         merged = interpolate_time(merged.filter(pl.col("step").is_not_null()), opts, out,
                                   missing="CSVLogger writes no wall clock")

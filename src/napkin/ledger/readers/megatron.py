@@ -38,7 +38,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
     out = LogRead(frame=None, format="megatron", path=label)
     lines = pl.Series("raw", data.decode("utf-8", errors="replace").split("\n"))
     df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
-    df = df.filter(pl.col("raw").str.contains(r"iteration\s+\d") & pl.col("raw").str.contains("|", literal=True))
+    df = df.filter(pl.col("raw").str.contains(r"\biteration\b") & pl.col("raw").str.contains("|", literal=True))
     if df.height == 0:
         from napkin.ledger.records import NotEnoughRecords
 
