@@ -7,10 +7,9 @@ redraws it from the same numbers the CLI prints.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from napkin.errors import InputError
+from napkin.charts import write_chart  # noqa: F401  (re-exported for callers)
 from napkin.units import TERA, format as fmt
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -100,17 +99,3 @@ def goodput_chart(report: Any) -> dict:
                           "y": {"field": "goodput", "type": "quantitative"}}},
         ],
     }
-
-
-def write_chart(spec: dict, path: str) -> str:
-    """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".svg", ".png"):
-        raise InputError("chart", path, "must end in .svg or .png")
-    import vl_convert as vlc
-
-    if suffix == ".svg":
-        Path(path).write_text(vlc.vegalite_to_svg(spec))
-    else:
-        Path(path).write_bytes(vlc.vegalite_to_png(spec))
-    return path
