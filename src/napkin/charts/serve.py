@@ -20,6 +20,10 @@ def _d(report: Any) -> dict:
     return report.to_dict() if hasattr(report, "to_dict") else dict(report)
 
 
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def roofline_chart(report: Any) -> dict:
     """Attainable TFLOP/s against FLOP per byte, with the decode step and the prefill marked."""
     d = _d(report)
@@ -33,9 +37,9 @@ def roofline_chart(report: Any) -> dict:
     roof = [{"intensity": x, "tflops": min(peak, x * bw) / TERA} for x in (lo, ridge, hi)]
     points = [
         {"intensity": decode_i, "tflops": min(peak, decode_i * bw) / TERA,
-         "label": f"decode, batch {d.get('batch')}: {decode_i:,.3g} FLOP/B ({d.get('bound')})"},
+         "label": f"decode, batch {d.get('batch')}: {_num(decode_i)} FLOP/B ({d.get('bound')})"},
         {"intensity": prefill_i, "tflops": min(peak, prefill_i * bw) / TERA,
-         "label": f"prefill: {prefill_i:,.3g} FLOP/B"},
+         "label": f"prefill: {_num(prefill_i)} FLOP/B"},
     ]
     x = {"field": "intensity", "type": "quantitative", "scale": {"type": "log"},
          "title": "arithmetic intensity (FLOP per byte of weights and KV)"}
