@@ -7,10 +7,9 @@ same chart from the API's answer.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from napkin.errors import InputError
+from napkin.charts import write_chart  # noqa: F401  (re-exported for the serve CLI)
 from napkin.units import GIGA, TERA
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -166,17 +165,3 @@ def serve_charts(report: Any) -> dict[str, dict]:
 def plan_charts(report: Any) -> dict[str, dict]:
     d = _d(report)
     return {"pareto": pareto_chart(d)} if d.get("pareto_front") else {}
-
-
-def write_chart(spec: dict, path: str) -> str:
-    """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".svg", ".png"):
-        raise InputError("chart", path, "must end in .svg or .png")
-    import vl_convert as vlc
-
-    if suffix == ".svg":
-        Path(path).write_text(vlc.vegalite_to_svg(spec))
-    else:
-        Path(path).write_bytes(vlc.vegalite_to_png(spec))
-    return path
