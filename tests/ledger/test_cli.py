@@ -1,0 +1,120 @@
+"""`napkin ledger report|watch|runs`: exact plain-text output, JSON keys, the store, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ledger_helpers import HAND, T0, write_csv
+
+EXPECTED_REPORT = """\
+Realised cost: hand.csv
+  format                            csv
+  records                           6
+  first_step                        0
+  last_step                         30
+  wall_s                            10.83 min
+  gpu_hours_allocated               1.278
+  realised_usd                      $4.6
+  advanced_tokens                   30,000
+  processed_tokens                  45,000
+  usd_per_million_advanced_tokens   $153.3/M
+  usd_per_million_processed_tokens  $102.2/M
+  goodput                           tokens 66.7%, time 46.2%
+  restarts                          1 (1 rollback, 0 gaps); 15 steps and 5.833 min lost
+  planned_usd_per_million_tokens    $120/M
+  drift_alert_threshold             10%
+  drift_ratio                       1.278
+  skipped_lines                     0
+  duplicates                        0
+per day (UTC):
+  date        gpu_hours   usd  advanced   $/M adv  goodput        vs plan
+  2024-05-01        1.3  $4.6    30,000  $153.3/M    46.2%  +27.8%  ALERT
+ALERT 2024-05-01: 27.8% above plan
+note: after each rollback the steps between the checkpoint and the first logged step are not in the log: \
+counted as one log interval (10 steps)
+note: drift alerts: days whose realised $/M exceeds the plan by more than 10%
+note: format: csv (auto: a comma-separated header)
+"""
+
+
+def test_report_exact_text(tmp_path, run_cli):
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    out = run_cli("ledger", "report", log, "--price", "3.60/h", "--plan-usd-per-million", "120")
+    assert out.stdout == EXPECTED_REPORT
+
+
+def test_report_json_keys(tmp_path, run_cli):
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    d = json.loads(run_cli("ledger", "report", log, "--price", "3.60/h", "--plan-usd-per-million", "120",
+                           "--params", "1B", "--gpu", "h100", "--json").stdout)
+    for key in ("realised_usd", "gpu_hours_allocated", "advanced_tokens", "processed_tokens",
+                "usd_per_million_advanced_tokens", "goodput", "restarts", "mfu_realised", "per_day", "drift_alerts",
+                "skipped_lines", "derivation", "warnings"):
+        assert key in d, key
+    assert set(d["goodput"]) == {"tokens", "time"}
+    assert set(d["restarts"]) >= {"count", "steps_lost", "time_lost_s"}
+    assert d["drift_alerts"][0]["date"] == "2024-05-01"
+    assert d["realised_usd"] == pytest.approx(4.6)
+    names = [s["name"] for s in d["derivation"]]
+    assert names[:4] == ["gpu_hours_allocated", "realised_usd", "advanced_tokens", "processed_tokens"]
+
+
+def test_bad_input_is_one_line(tmp_path, run_cli):
+    log = write_csv(tmp_path / "one.csv", HAND[:1])
+    out = run_cli("ledger", "report", log, "--price", "1/h", code=1)
+    assert out.stderr == (f"error: log has one step record (step 0 at line 2): a cost needs at least two, and the time "
+                          f"between them; got {log} (give a longer log)\n")
+    out = run_cli("ledger", "report", str(tmp_path / "missing.csv"), "--price", "1/h", code=1)
+    assert out.stderr == f"error: log does not exist; got {tmp_path / 'missing.csv'} (give the path of a step log)\n"
+    out = run_cli("ledger", "report", log, "--price", "40%", code=1)
+    assert out.stderr.startswith("error: price")
+
+
+def test_store_spans_restarts_in_separate_files(tmp_path, run_cli):
+    store = str(tmp_path / "ledger.sqlite3")
+    first = write_csv(tmp_path / "part1.csv", HAND[:3])
+    second = write_csv(tmp_path / "part2.csv", HAND[3:])
+    run_cli("ledger", "report", first, "--price", "3.60/h", "--run", "llama", "--store", store)
+    (tmp_path / "part1.csv").unlink()  # the first file is gone: its records are in the store
+    d = json.loads(run_cli("ledger", "report", second, "--price", "3.60/h", "--run", "llama", "--store", store,
+                           "--json").stdout)
+    assert d["realised_usd"] == pytest.approx(4.6)  # the hand-computed figure of the whole run
+    assert d["restarts"]["rollbacks"] == 1
+    again = json.loads(run_cli("ledger", "report", "--run", "llama", "--price", "3.60/h", "--store", store,
+                               "--json").stdout)
+    assert again["realised_usd"] == pytest.approx(4.6)
+    out = run_cli("ledger", "runs", "--store", store).stdout
+    assert out == ("run    format  logs  records  first             last              $/M adv   vs plan  alerts\n"
+                   "llama  csv     2     6        2024-05-01 00:00  2024-05-01 00:10  $153.3/M  -        0\n")
+    assert run_cli("ledger", "runs", "--store", store, "--forget", "llama").stdout == "forgot run 'llama'\n"
+    assert run_cli("ledger", "runs", "--store", store).stdout.startswith("no runs in the store yet")
+
+
+def test_default_store_is_per_user(tmp_path, run_cli):
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    run_cli("ledger", "report", log, "--price", "3.60/h")
+    assert (tmp_path / "xdg" / "napkin" / "ledger.sqlite3").exists()  # XDG_DATA_HOME set by conftest
+    assert "hand.csv" in run_cli("ledger", "runs").stdout
+
+
+def test_chart_svg(tmp_path, run_cli):
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    run_cli("ledger", "report", log, "--price", "3.60/h", "--plan-usd-per-million", "120", "--no-store",
+            "--chart", str(tmp_path / "c.svg"))
+    svg = (tmp_path / "c.svg").read_text()
+    assert svg.startswith("<svg") and "Realised cost per day against plan" in svg
+
+
+def test_watch_once(tmp_path, run_cli):
+    rows = [(s, T0 + 10 * s, 8, 1000) for s in range(0, 11)]
+    log = write_csv(tmp_path / "live.csv", rows)
+    with open(log, "a") as fh:
+        fh.write("11,17145")  # half-written last line: left for the next refresh
+    out = run_cli("ledger", "watch", log, "--price", "3.6/h", "--plan-usd-per-million", "0.5",
+                  "--refreshes", "1", "--interval", "0.01s")
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("step 10  $80/M adv (plan $0.5/M, +15900.0%)  goodput 100%  $0.8 so far")
+    assert lines[1] == "ALERT 2024-05-01: realised $80/M is 15900.0% above plan ($0.5/M)"

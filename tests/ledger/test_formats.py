@@ -1,0 +1,184 @@
+"""Each reader on a log in its real format; auto says what it chose."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from napkin import calculate
+from napkin.errors import InputError
+
+from ledger_helpers import HAND, T0, iso, write_csv
+
+HAND_USD = 4.60  # test_realised.test_hand_computed: the same six records at $3.60/GPU-hour
+
+
+def _report(path, **kw):
+    return calculate("ledger", {"logs": [str(path)], "price": "3.60/h", **kw})
+
+
+def test_csv_iso_timestamps_and_auto(tmp_path):
+    rows = [(s, iso(t), g, k) for s, t, g, k in HAND]
+    r = _report(write_csv(tmp_path / "iso.csv", rows))
+    assert r["realised_usd"] == pytest.approx(HAND_USD)
+    assert "format: csv (auto: a comma-separated header)" in r.notes
+
+
+def test_jsonl_with_garbage_lines(tmp_path):
+    lines = [json.dumps({"step": s, "t_wall": t, "gpus_allocated": g, "tokens": k, "loss": 2.0}) for s, t, g, k in HAND]
+    lines.insert(2, '{"step": 11, "t_wall": ')  # a line cut short
+    lines.insert(4, "not json at all")
+    lines.insert(5, json.dumps({"step": "x", "t_wall": T0 + 150, "gpus_allocated": 8, "tokens": 1000}))
+    path = tmp_path / "steps.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    r = _report(path)
+    assert r["realised_usd"] == pytest.approx(HAND_USD)
+    assert r["skipped_lines"]["count"] == 3
+    assert [x["line"] for x in r["skipped_lines"]["first"]] == [3, 5, 6]
+
+
+def test_parquet_with_datetime_column(tmp_path):
+    import datetime as dt
+
+    import polars as pl
+
+    df = pl.DataFrame({"iteration": [s for s, *_ in HAND],
+                       "time": [dt.datetime.fromtimestamp(t, dt.UTC) for _, t, *_ in HAND],
+                       "world": [g for _, _, g, _ in HAND]})
+    df.write_parquet(tmp_path / "log.parquet")
+    r = _report(tmp_path / "log.parquet", map={"iteration": "step", "time": "t_wall", "world": "gpus_allocated"},
+                tokens_per_step="1000")
+    assert r["realised_usd"] == pytest.approx(HAND_USD)
+    assert r["format"] == "parquet"
+
+
+MEGATRON = (" [{ts}] iteration {it:>8d}/  500000 | consumed samples: {cs:>12d} | elapsed time per iteration (ms): "
+            "{ms:.1f} | learning rate: 3.000E-04 | global batch size:   512 | lm loss: 2.345678E+00 | loss scale: 1.0 | "
+            "grad norm: 0.321 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
+def _megatron_lines(stamps=True):
+    out = ["using world size: 64", " > building GPT model ..."]
+    t, it = T0, 0
+    for _ in range(5):
+        it += 100
+        t += 100 * 2.0
+        line = MEGATRON.format(ts=iso(t).replace("T", " ").rstrip("Z"), it=it, cs=it * 512, ms=2000.0)
+        out.append(line if stamps else line.replace(line[:line.index("]") + 1], ""))
+    out.append(" [2024-05-01 10:00:00] iteration  garbled | consumed")
+    return out
+
+
+def test_megatron_with_timestamps(tmp_path):
+    path = tmp_path / "megatron.log"
+    path.write_text("\n".join(_megatron_lines()) + "\n")
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64, "seq_len": 4096})
+    # 400 iterations of 512 · 4096 tokens over 800 s on 64 GPUs
+    assert r["advanced_tokens"] == 400 * 512 * 4096
+    assert r["gpu_hours_allocated"] == pytest.approx(800 * 64 / 3600)
+    assert r["skipped_lines"] == {"count": 1, "location": "line", "first": [
+        {"source": "megatron.log", "line": 8, "reason": "an 'iteration' line that does not parse"}]}
+    assert "format: megatron (auto: lines match 'iteration N/ M |' (Megatron-LM))" in r.notes
+
+
+def test_megatron_without_timestamps_accumulates_elapsed(tmp_path):
+    path = tmp_path / "megatron.log"
+    path.write_text("\n".join(_megatron_lines(stamps=False)[:-1]) + "\n")
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64, "seq_len": 4096})
+    assert r["wall_s"] == pytest.approx(400 * 2.0)
+    assert [w.code for w in r.warnings] == ["time-from-elapsed"]
+    with pytest.raises(InputError, match="seq_len is required for Megatron-LM logs"):
+        calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64})
+
+
+def test_torchtitan_lines_with_colour_codes(tmp_path):
+    esc = "\x1b"
+    lines = ["[titan] 2024-05-01 00:00:00,000 - root - INFO - Training starts at step 1"]
+    for i, step in enumerate((10, 20, 30, 40)):
+        lines.append(f"[titan] 2024-05-01 00:0{i}:00,000 - root - INFO - {esc}[31mstep: {step:2}  {esc}[32mloss:  7.1234  "
+                     f"{esc}[33mmemory: 30.12GiB(38.05%)  {esc}[34mtps: 6,827  {esc}[36mtflops: 250.12  "
+                     f"{esc}[35mmfu: 25.30%{esc}[39m")
+    lines.insert(3, "[titan] 2024-05-01 00:01:30,000 - root - INFO - validate step: 20  loss:  6.0  tps: 9,999")
+    path = tmp_path / "titan.log"
+    path.write_text("\n".join(lines) + "\n")
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 8, "tokens_per_step": "32768"})
+    assert r["records"] == 4 and r["last_step"] == 40
+    assert r["advanced_tokens"] == 30 * 32768
+    assert r["mfu_logged_median"] == pytest.approx(0.253)
+    est = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 8})
+    # tps 6,827 per GPU · 8 GPUs · 60 s / 10 steps = 327,696 tokens per step, with a warning
+    assert est["advanced_tokens"] == pytest.approx(30 * 6827 * 8 * 60 / 10)
+    assert "tokens-estimated" in [w.code for w in est.warnings]
+
+
+def _trainer_state(tmp_path, with_clock):
+    hist = []
+    for s, t, g, k in HAND:
+        if s == 0:
+            continue
+        e = {"loss": 2.0, "learning_rate": 1e-4, "epoch": s / 100, "step": s}
+        if with_clock:
+            e.update({"napkin/t_wall": t, "napkin/gpus_allocated": g})
+        hist.append(e)
+    hist.append({"eval_loss": 1.9, "epoch": 0.3, "step": 30})
+    hist.append({"train_runtime": 650.0, "train_loss": 2.0, "epoch": 0.3, "step": 30})
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 30, "train_batch_size": 8, "log_history": hist}))
+    return path
+
+
+def test_hf_trainer_state_needs_a_clock(tmp_path):
+    path = _trainer_state(tmp_path, with_clock=False)
+    with pytest.raises(InputError, match=r"t_wall is not in the hf log \(the Trainer logs no wall clock per step\); "
+                                         r"got .*trainer_state.json \(log with napkin's callback"):
+        _report(path, gpus=8, tokens_per_step="1000")
+    r = _report(path, gpus=8, tokens_per_step="1000", start="2024-05-01T00:00:00Z", end="2024-05-01T01:00:00Z")
+    assert r["gpu_hours_allocated"] == pytest.approx(8.0)
+    assert r["advanced_tokens"] == 20_000  # step 10 to step 30: the first entry is at step 10
+    assert "time-interpolated" in [w.code for w in r.warnings]
+
+
+def test_hf_trainer_state_with_callback_clock(tmp_path):
+    r = _report(_trainer_state(tmp_path, with_clock=True), tokens_per_step="1000")
+    # the records from step 10 on: 100·8 + 300·8 + 100·4 + 50·4 GPU-seconds
+    assert r["gpu_hours_allocated"] == pytest.approx(3800 / 3600)
+    assert r["format"] == "hf"
+
+
+def test_lightning_metrics_csv_merges_rows(tmp_path):
+    lines = ["epoch,step,train_loss,val_loss,napkin/t_wall"]
+    for s, t, g, k in HAND:
+        lines.append(f"0,{s},2.0,,{t}")
+        lines.append(f"0,{s},,1.9,")  # validation row of the same step
+    lines.append("0,31,2.0,,")  # a later row without the clock: other metrics, not a record
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(lines) + "\n")
+    r = _report(path, gpus=8, tokens_per_step="1000")
+    assert r["format"] == "lightning" and r["records"] == 6
+    assert r["skipped_lines"]["count"] == 0
+    assert r["gpu_hours_allocated"] == pytest.approx(650 * 8 / 3600)
+
+
+def test_tensorboard_reads_every_event(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(log_dir=str(tmp_path / "tb"))
+    n = 12_000  # more than the default reservoir of 10,000: a sampling reader would lose events
+    for s in range(n):
+        w.add_scalar("train/loss", 2.0, global_step=s, walltime=T0 + s)
+    for s in range(n - 100, n + 50):  # a rollback of 100 steps after a restart
+        w.add_scalar("train/loss", 1.9, global_step=s, walltime=T0 + n + 600 + s)
+    w.close()
+    r = calculate("ledger", {"logs": [str(tmp_path / "tb")], "price": "3.6/h", "gpus": 1, "tokens_per_step": "1"})
+    assert r["records"] == n + 150
+    assert r["restarts"]["rollbacks"] == 1
+    assert r["advanced_tokens"] == n + 49
+    assert r["format"] == "tensorboard"
+
+
+def test_upload_content_through_the_calculator():
+    text = "step,t_wall,gpus_allocated,tokens\n" + "\n".join(",".join(map(str, r)) for r in HAND) + "\n"
+    r = calculate("ledger", {"content": text, "filename": "run.csv", "price": "3.60/h"})
+    assert r["realised_usd"] == pytest.approx(HAND_USD)
+    assert r.title == "Realised cost: run.csv"
