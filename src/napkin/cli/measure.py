@@ -1,0 +1,108 @@
+"""``napkin measure``: measure the local accelerator; ``--save`` a calibration for plans."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import click
+
+from napkin.cli.common import emit, fail, guarded
+
+NEEDS_TORCH = "napkin measure needs PyTorch: pip install 'llm-napkin[measure]'"
+
+
+def _precisions(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    from napkin.hardware import precision
+
+    out: list[str] = []
+    for v in values:
+        for part in str(v).split(","):
+            if part.strip():
+                out.append(precision(part.strip(), "precision"))
+    return tuple(dict.fromkeys(out)) or None
+
+
+def _progress(as_json: bool) -> tuple[Callable[[str], None] | None, Callable[[], None]]:
+    """A progress callback on stderr when it is a terminal (a rich spinner), else nothing."""
+    if as_json or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    status = console.status("napkin measure: starting", spinner="dots")
+    status.start()
+    done: list[str] = []
+
+    def update(message: str) -> None:
+        section = message.split(" ", 1)[0].rstrip(":")
+        if done and done[-1] != section:
+            console.print(f"[dim]  done: {done[-1]}[/dim]", highlight=False)
+        if not done or done[-1] != section:
+            done.append(section)
+        status.update(f"napkin measure: {message}")
+
+    def stop() -> None:
+        status.stop()
+
+    return update, stop
+
+
+@click.command(help="Measure the local accelerator: matmul ceiling, memory bandwidth, MFU of a short "
+                    "training run, decode against the roofline, and how noisy the machine was. "
+                    "--save writes a calibration for `napkin train|serve --calibration F`.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Device to measure; auto picks CUDA when PyTorch sees one.")
+@click.option("--quick", is_flag=True, help="Smaller sweep and model (under a minute on a 2-core CPU).")
+@click.option("--precision", "precisions", multiple=True, metavar="P[,P...]",
+              help="Matmul precisions to time (default: fp32,bf16 on a CPU; bf16,fp16,tf32,fp32 on a GPU).")
+@click.option("--recompute", is_flag=True, help="Recompute activations in the training run; report HFU beside MFU.")
+@click.option("--save", metavar="FILE.toml", help="Write the measured efficiencies as a calibration file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: base units, derivation, warnings.")
+@click.option("--explain", is_flag=True, help="Print the derivation behind every figure.")
+@guarded
+def measure(device: str, quick: bool, precisions: tuple[str, ...], recompute: bool, save: str | None,
+            as_json: bool, explain: bool) -> None:
+    try:
+        import torch  # noqa: F401  (only to say plainly when it is missing)
+    except ImportError:
+        fail(NEEDS_TORCH)
+    from napkin import measure as M
+
+    opts = M.Options(device=device, quick=quick, precisions=_precisions(precisions), recompute=recompute)
+    progress, stop = _progress(as_json)
+    try:
+        result = M.run(opts, progress=progress)
+    finally:
+        stop()
+    report = M.report(result)
+    if save:
+        _save(result, save, report)
+    emit(report, as_json=as_json, explain=explain)
+
+
+def _save(result: Any, path: str, report: Any) -> None:
+    """Write the calibration, keeping collective figures already in the file for the same device."""
+    import os
+
+    from napkin import calibration
+    from napkin.errors import InputError
+    from napkin.measure import to_calibration
+
+    cal = to_calibration(result)
+    if os.path.exists(path):
+        try:
+            old = calibration.load(path)
+        except InputError:
+            old = None
+        if old is not None and old.device == cal.device and old.allreduce_bus_bytes_per_s:
+            cal.allreduce_bus_bytes_per_s = dict(old.allreduce_bus_bytes_per_s)
+            cal.allreduce_ranks = old.allreduce_ranks
+            cal.allreduce_backend = old.allreduce_backend
+    calibration.save(cal, path)
+    report.set("calibration_path", path)
+    report.note(f"calibration written to {path}: use it with `napkin train --calibration {path}` "
+                f"or `napkin serve --calibration {path}`")
+    if cal.contended:
+        report.warn("contended-calibration", f"{path} was measured on a contended machine and says so "
+                                             f"(contended = true); its efficiencies understate the device")
