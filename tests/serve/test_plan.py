@@ -97,3 +97,14 @@ def test_pareto_front_in_the_report_is_monotone():
     per_gpu = [p["tokens_per_s_per_gpu"] for p in front]
     assert users == sorted(users, reverse=True)
     assert per_gpu == sorted(per_gpu)
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_executors_give_the_same_plan(executor):
+    kw = dict(gpu="h100-sxm,h200,b200", price="h100-sxm=2.5,h200=3.5,b200=5", precision="bf16,fp8", top=20)
+    one = plan(**kw)
+    split = plan(executor=executor, workers=2, **kw)
+    assert split["ranking"] == one["ranking"]
+    assert split["pareto_front"] == one["pareto_front"]
+    assert split["configurations"] == one["configurations"]
+    assert any(f"{executor} executor" in n for n in split.notes)

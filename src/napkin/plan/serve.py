@@ -68,6 +68,11 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
         DEFAULT_ALLREDUCE_LATENCY_S)
     usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = 0.9
     top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
+    executor: Annotated[str, field("choice", "evaluate in this process, a local pool, or dask.distributed "
+                                             "(one chunk per GPU type)", choices=("none", "local", "dask"))] = "none"
+    scheduler: Annotated[str | None, field("text", "dask scheduler address, tcp://host:8786 "
+                                                   "(default: a local in-process cluster)")] = None
+    workers: Annotated[int | None, field("int", "workers of the local pool or local dask cluster", gt=0)] = None
 
 
 def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
@@ -170,6 +175,42 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
             "valid_configurations": int(bc["valid"].sum())}
 
 
+def _grid_chunk(req: PlanServeRequest) -> dict[str, Any]:
+    """One chunk of the grid (a module-level function, so a process or a dask worker can run it)."""
+    g = evaluate_grid(req)
+    return {"arrays": {k: v.copy() for k, v in g["arrays"].items()}, "hardware": g["hardware"],
+            "configurations": g["configurations"], "valid_configurations": g["valid_configurations"]}
+
+
+def evaluate(req: PlanServeRequest, r: Report) -> dict[str, Any]:
+    """The grid, in this process or split by GPU type over an executor and joined on the hardware axis."""
+    import numpy as np
+
+    from napkin.plan.executors import get_executor
+
+    ex = get_executor(req.executor, address=req.scheduler, workers=req.workers)
+    if ex is None:
+        return evaluate_grid(req, r)
+    _hardware(req, r)  # the price assumptions and notes, once, in this report
+    try:
+        futures = [ex.submit(_grid_chunk, msgspec.structs.replace(req, gpu=[name], executor="none"))
+                   for name in dict.fromkeys(req.gpu)]
+        parts = ex.gather(futures)
+    finally:
+        ex.close()
+    hw: list[dict] = []
+    arrays: dict[str, list] = {}
+    for part in parts:
+        offset = len(hw)
+        hw += part["hardware"]
+        for k, v in part["arrays"].items():
+            arrays.setdefault(k, []).append(v + offset if k == "hw" else v)
+    r.note(f"evaluated in {len(parts)} chunks on the {req.executor} executor")
+    return {"arrays": {k: np.concatenate(v, axis=0) for k, v in arrays.items()}, "hardware": hw,
+            "model": catalog.model(req.model), "configurations": sum(p["configurations"] for p in parts),
+            "valid_configurations": sum(p["valid_configurations"] for p in parts)}
+
+
 def _row(a: dict, hw: list[dict], i: tuple) -> dict:
     h = hw[int(a["hw"][i])]
     bound = "communication" if a["bound_comm"][i] else ("compute" if a["bound_compute"][i] else "bandwidth")
@@ -205,7 +246,7 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
     r = Report("Plan serve", command="plan serve")
     if req.cached_prefix >= req.prompt:
         raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({req.prompt:g} tokens)")
-    g = evaluate_grid(req, r)
+    g = evaluate(req, r)
     a, hw, m = g["arrays"], g["hardware"], g["model"]
     r.title = f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {req.ttft * 1e3:g} ms, TPOT <= {req.tpot * 1e3:g} ms"
     r.set("model", m.name)

@@ -1,0 +1,86 @@
+"""Executors for grids too big for one process: a local pool, or dask.distributed, behind one
+futures interface (``submit``, ``gather``, ``close``).
+
+dask is an optional extra (``pip install llm-napkin[dask]``) and is imported only when a
+DaskExecutor is made. Work submitted must be a module-level function of picklable
+arguments, so the same call runs in a thread, a process or on a remote worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from napkin.errors import InputError
+
+KINDS = ("none", "local", "dask")
+
+
+class LocalExecutor:
+    """A concurrent.futures pool: threads by default (numpy's kernels release the GIL)."""
+
+    def __init__(self, workers: int | None = None, *, processes: bool = False):
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+        pool = ProcessPoolExecutor if processes else ThreadPoolExecutor
+        self.pool = pool(max_workers=workers)
+
+    def submit(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def gather(self, futures: list) -> list:
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class DaskExecutor:
+    """dask.distributed: connect to a scheduler (``tcp://host:8786``) or start a local in-process cluster."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None):
+        try:
+            from distributed import Client, LocalCluster
+        except ModuleNotFoundError:
+            raise InputError("executor", "dask", "needs dask.distributed, which is not installed",
+                             "pip install 'llm-napkin[dask]', or use --executor local") from None
+        self.cluster = None
+        if address:
+            self.client = Client(address)
+        else:
+            self.cluster = LocalCluster(processes=False, n_workers=workers or 1, threads_per_worker=1,
+                                        dashboard_address=None)
+            self.client = Client(self.cluster)
+
+    def submit(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        return self.client.submit(fn, *args, pure=False, **kwargs)
+
+    def gather(self, futures: list) -> list:
+        return self.client.gather(futures)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self) -> DaskExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def get_executor(kind: str, *, address: str | None = None, workers: int | None = None) -> Any:
+    """``"local"`` -> LocalExecutor, ``"dask"`` -> DaskExecutor; ``"none"`` -> None (evaluate in process)."""
+    if kind == "none":
+        return None
+    if kind == "local":
+        return LocalExecutor(workers)
+    if kind == "dask":
+        return DaskExecutor(address, workers)
+    raise InputError("executor", kind, "must be one of " + ", ".join(KINDS))
