@@ -35,6 +35,7 @@ S = msgspec.Struct
 
 DEFAULT_MFU = 0.4
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.8
+DEFAULT_ACCEPTANCE = 0.7
 DEFAULT_ALLREDUCE_LATENCY_S = 10e-6  # 10 µs: order of an NCCL small-message all-reduce on NVLink
 LONG_CONTEXT_SHARE = 0.10  # warn when attention adds more than this to the 2N prefill
 CONVENTIONS = ("2N", "causal", "full")
@@ -65,11 +66,12 @@ class ServeRequest(S, kw_only=True, forbid_unknown_fields=True):
                                      choices=CONVENTIONS)] = "causal"
     price: Annotated[float | None, field("usd_per_hour", "price of one GPU-hour (no price: no $ figures)",
                                          gt=0)] = None
-    utilization: Annotated[float, field("fraction", "fraction of the hour the replica is generating")] = 1.0
+    utilization: Annotated[float | None, field("fraction", "fraction of the hour the replica is generating "
+                                                          "(default 1: every hour busy)")] = None
     draft: Annotated[str | None, field("name", "draft model for speculative decoding")] = None
     draft_tokens: Annotated[int, field("int", "tokens the draft proposes per verification", gt=0, le=64)] = 4
-    acceptance: Annotated[float, field("fraction", "probability the target accepts a drafted token",
-                                       ge=0, le=1)] = 0.7
+    acceptance: Annotated[float | None, field("fraction", "probability the target accepts a drafted token "
+                                                         "(default 0.7)", ge=0, le=1)] = None
     waterfall: Annotated[dict[str, str], field(
         "text", "changes applied one at a time to this workload: batch=64,precision=fp8,tp=2,...",
         example="batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b")] = {}
@@ -465,9 +467,10 @@ def run_serve(req: ServeRequest) -> Report:
 def speculative(r: Report, s: Setup, req: ServeRequest, dm: ModelSpec, parts: dict, step_s: float) -> float:
     """Draft k tokens with a small model, verify them in one target pass; returns the TPOT."""
     k = req.draft_tokens
-    a = req.acceptance
-    r.assume("acceptance", a, "probability the target accepts a drafted token (measure on your traffic)",
-             unit="fraction", basis="given" if a != 0.7 else "assumed")
+    a = req.acceptance if req.acceptance is not None else DEFAULT_ACCEPTANCE
+    r.assume("acceptance", a, "probability the target accepts a drafted token" +
+             (" (measure it on your traffic)" if req.acceptance is None else ""), unit="fraction",
+             basis="assumed" if req.acceptance is None else "given")
     etok = r.step("spec_tokens_per_pass", "(1 − a^(k+1)) / (1 − a)",
                   value=float(sv.speculative_tokens_per_pass(a, draft_tokens=k)), unit="number", a=a, k=k)
     ds = Setup(dm, s.g, s.tp, s.tp, 1, s.precision, s.compute_precision, s.b_w, s.b_kv, s.peak, s.bw, s.link,
@@ -506,16 +509,17 @@ def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, ttft: float)
         r.note(f"no price given, so no $ figures: add --price 2.50/h (per GPU-hour){hint}")
         return
     r.assume("price", req.price, "per GPU-hour, as given", unit="usd_per_hour", basis="given")
-    note = "the replica generates all hour" if req.utilization == 1.0 else "fraction of the hour generating"
-    r.assume("utilization", req.utilization, note + "; bursty traffic is often 30-60%", unit="fraction",
-             basis="assumed" if req.utilization == 1.0 else "given")
+    util = req.utilization if req.utilization is not None else 1.0
+    note = "the replica generates all hour" if req.utilization is None else "fraction of the hour generating"
+    r.assume("utilization", util, note + "; bursty traffic is often 30-60%", unit="fraction",
+             basis="assumed" if req.utilization is None else "given")
     fleet = r.step("replica_usd_per_hour", "gpus · price", value=s.gpus * req.price, unit="usd_per_hour",
                    gpus=s.gpus, price=(req.price, "usd_per_hour"))
     r.step("usd_per_million_output_tokens", "(replica $/h / 3600) / (tokens_per_s · utilization) · 1e6",
-           value=costf.usd_per_million_tokens(fleet, tokens_per_s=tps, utilization=req.utilization),
-           unit="usd_per_million", utilization=req.utilization)
+           value=costf.usd_per_million_tokens(fleet, tokens_per_s=tps, utilization=util),
+           unit="usd_per_million", utilization=util)
     r.step("usd_per_million_input_tokens", "(replica $/h / 3600) · ttft_s / prompt / utilization · 1e6",
-           value=fleet / HOUR * ttft / req.prompt / req.utilization * MILLION, unit="usd_per_million",
+           value=fleet / HOUR * ttft / req.prompt / util * MILLION, unit="usd_per_million",
            prompt=(req.prompt, "count"),
            note="the replica's time on one prompt's prefill, per prompt token")
 
