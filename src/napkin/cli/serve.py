@@ -12,7 +12,7 @@ from typing import Any, Callable
 import click
 
 from napkin import units
-from napkin.cli.common import calculator_command, emit, guarded
+from napkin.cli.common import calculator_command, emit
 
 Column = tuple[str, str, str | None]  # (key, header, unit kind)
 
@@ -112,9 +112,10 @@ def _serve_after(report: Any, req: Any, params: dict) -> bool:
     return False
 
 
-serve = calculator_command(
-    "serve", extra=chart_option("write a chart: the decode roofline, or the waterfall with --waterfall"),
-    after=_serve_after)
+def _build_serve() -> click.Command:
+    return calculator_command(
+        "serve", extra=chart_option("write a chart: the decode roofline, or the waterfall with --waterfall"),
+        after=_serve_after)
 
 
 # -------------------------------------------------------------------------------- bill
@@ -125,13 +126,23 @@ def _bill_after(report: Any, req: Any, params: dict) -> bool:
     return False
 
 
-bill = calculator_command("bill", after=_bill_after)
+def _build_bill() -> click.Command:
+    return calculator_command("bill", after=_bill_after)
 
 
 # -------------------------------------------------------------------------------- plan
-@click.group(help="Planners: search configurations under objectives.", context_settings={"max_content_width": 100})
-def plan() -> None:
-    pass
+class _PlanGroup(click.Group):
+    """`napkin plan`: its subcommands are built (and their calculators imported) only when called."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return ["serve"]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name != "serve":
+            return None
+        return calculator_command(
+            "plan-serve", name="serve", after=_plan_after,
+            extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)"))
 
 
 def _plan_after(report: Any, req: Any, params: dict) -> bool:
@@ -146,8 +157,16 @@ def _plan_after(report: Any, req: Any, params: dict) -> bool:
     return False
 
 
-plan.add_command(calculator_command(
-    "plan-serve", name="serve", after=_plan_after,
-    extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)")))
+plan = _PlanGroup("plan", help="Planners: search configurations under objectives.",
+                  context_settings={"max_content_width": 100})
 
-__all__ = ["bill", "guarded", "plan", "serve"]
+_BUILDERS = {"serve": _build_serve, "bill": _build_bill}
+
+
+def __getattr__(name: str) -> click.Command:
+    """`serve` and `bill` are built on first access, so one command does not import the others' calculators."""
+    if name in _BUILDERS:
+        cmd = _BUILDERS[name]()
+        globals()[name] = cmd
+        return cmd
+    raise AttributeError(name)
