@@ -91,6 +91,28 @@ class Calibration(msgspec.Struct, kw_only=True):
         """``measured on <device>, <date>``: the note on every input taken from here."""
         return f"measured on {self.device}, {self.date}"
 
+    def allreduce_bus_at(self, size_bytes: float) -> tuple[str, float] | None:
+        """(label, bus bandwidth) of the measured message size nearest ``size_bytes`` (by ratio).
+
+        The bus bandwidth is the one-direction link rate of a ring all-reduce
+        (busbw = size / t · 2(n − 1)/n), the rate napkin's all-reduce model divides by.
+        None when the file has no all-reduce figures.
+        """
+        import math as _m
+
+        from napkin import units
+
+        best: tuple[float, str, float] | None = None
+        for label, rate in self.allreduce_bus_bytes_per_s.items():
+            try:
+                size = units.parse(label, "bytes", f"calibration.allreduce_bus_bytes_per_s.{label}")
+            except InputError:
+                continue
+            distance = abs(_m.log(size / size_bytes))
+            if best is None or distance < best[0]:
+                best = (distance, label, rate)
+        return None if best is None else (best[1], best[2])
+
     def matmul_fraction(self, precision: str) -> float | None:
         """Measured matmul fraction of peak at ``precision`` (None if not measured)."""
         return self.matmul_fraction_of_peak.get(precision)

@@ -407,6 +407,34 @@ def test_bus_bandwidth_is_algbw_times_two_n_minus_one_over_n():
     assert coll.bus_bytes_per_s(1e9, seconds=0.01, n_ranks=2) == pytest.approx(1e11, rel=1e-12)
 
 
+def test_allreduce_uses_the_measured_bus_bandwidth_nearest_the_size(run_cli, tmp_path):
+    cal = to_calibration(_synthetic_h100())
+    cal.allreduce_bus_bytes_per_s = {"1MiB": 5e10, "64MiB": 3.0e11, "1GiB": 3.6e11}
+    cal.allreduce_ranks, cal.allreduce_backend = 8, "nccl"
+    path = tmp_path / "cal.toml"
+    calibration.save(cal, path)
+    assert calibration.load(path).allreduce_bus_at(2e6) == ("1MiB", 5e10)
+    data = json.loads(run_cli("allreduce", "--size", "100MB", "--ranks", "8", "--calibration", str(path),
+                              "--json").stdout)
+    # 64 MiB is the measured size nearest 100 MB: t = 2·7/8 · 100 MB / 300 GB/s = 583.3 us
+    assert data["link_bytes_per_s_per_direction"] == 3.0e11
+    assert data["seconds"] == pytest.approx(2 * 7 / 8 * 100e6 / 3.0e11, rel=1e-12)
+    link = next(a for a in data["assumptions"] if a["name"] == "link_bytes_per_s_per_direction")
+    assert link["basis"] == "measured" and link["note"].startswith(cal.label + ": all-reduce bus bandwidth at 64MiB")
+    assert not data["warnings"]
+    four = json.loads(run_cli("allreduce", "--size", "100MB", "--ranks", "4", "--calibration", str(path),
+                              "--json").stdout)
+    assert [w["code"] for w in four["warnings"]] == ["calibration-ranks"]
+
+
+def test_allreduce_with_a_calibration_lacking_collectives_is_one_line(run_cli, tmp_path):
+    path = tmp_path / "cal.toml"
+    calibration.save(to_calibration(_synthetic_h100()), path)
+    out = run_cli("allreduce", "--size", "1GB", "--ranks", "8", "--calibration", str(path), code=1)
+    assert out.stderr == (f"error: calibration has no all-reduce figures; got {path} (add them with "
+                          f"`torchrun --nproc-per-node N -m napkin.measure --collectives --save FILE`)\n")
+
+
 def test_collectives_two_gloo_ranks_under_torchrun(tmp_path):
     cal = to_calibration(_synthetic_h100())
     cal.device = coll_device = __import__("napkin.measure.device", fromlist=["cpu_name"]).cpu_name()

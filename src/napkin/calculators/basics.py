@@ -317,6 +317,8 @@ class AllreduceRequest(S, kw_only=True, forbid_unknown_fields=True):
     bidirectional: Annotated[bool, field("bool", "--link-bandwidth is a bidirectional rating (halved per direction)")] = False
     unidirectional: Annotated[bool, field("bool", "--link-bandwidth is per direction")] = False
     latency: Annotated[float, field("seconds", "per-step latency of the collective", ge=0)] = 0.0
+    calibration: Annotated[str | None, field("path", "calibration from `napkin measure --collectives`: its measured "
+                                                     "all-reduce bus bandwidth as the link")] = None
 
 
 def run_allreduce(req: AllreduceRequest) -> Report:
@@ -331,6 +333,22 @@ def run_allreduce(req: AllreduceRequest) -> Report:
                    rating=(req.link_bandwidth, "bytes_per_s"))
         else:
             r.set("link_bytes_per_s_per_direction", one_way, "bytes_per_s")
+    elif req.calibration is not None:
+        from napkin.calibration import load
+
+        cal = load(req.calibration)
+        hit = cal.allreduce_bus_at(req.size)
+        if hit is None:
+            raise InputError("calibration", req.calibration, "has no all-reduce figures",
+                             "add them with `torchrun --nproc-per-node N -m napkin.measure --collectives --save FILE`")
+        label, one_way = hit
+        r.set("link_bytes_per_s_per_direction", one_way, "bytes_per_s")
+        r.assume("link_bytes_per_s_per_direction", one_way, f"{cal.label}: all-reduce bus bandwidth at {label} "
+                 f"over {cal.allreduce_ranks} ranks ({cal.allreduce_backend}); it includes that size's latency",
+                 unit="bytes_per_s", basis="measured")
+        if cal.allreduce_ranks and cal.allreduce_ranks != req.ranks:
+            r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not "
+                                        f"{req.ranks}; bus bandwidth changes with the group's size and the links it crosses")
     elif req.link is not None:
         g = catalog.gpu(req.link, "link")
         if g.link_bytes_per_s_bidirectional is None:
