@@ -16,6 +16,7 @@ takes ``NAME=VALUE`` pairs.
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
 from typing import Annotated, Any
@@ -67,7 +68,12 @@ class FieldInfo(typing.NamedTuple):
 
 
 def fields(cls: type) -> list[FieldInfo]:
-    """The declared fields of a request Struct, with their kinds and bounds."""
+    """The declared fields of a request Struct, with their kinds and bounds (cached per class)."""
+    return list(_fields(cls))
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[FieldInfo, ...]:
     hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in msgspec.structs.fields(cls):
@@ -96,7 +102,7 @@ def fields(cls: type) -> list[FieldInfo]:
         default = f.default if f.default is not msgspec.NODEFAULT else (
             f.default_factory() if f.default_factory is not msgspec.NODEFAULT else msgspec.NODEFAULT)
         out.append(FieldInfo(f.name, kind, doc, container, f.required, default, meta))
-    return out
+    return tuple(out)
 
 
 def _kind_for(tp: Any) -> str:
