@@ -319,6 +319,22 @@ def test_view_carries_the_report_the_working_the_charts_and_the_command(client):
     assert v["chart_error"] is None
 
 
+def test_view_formats_lists_of_records_as_tables_with_their_units(client):
+    v = post_example(client, "plan-serve", "/view").json()
+    ranking = v["tables"]["ranking"]
+    assert ranking["total"] == len(v["report"]["ranking"]) == 10
+    best = dict(zip(ranking["columns"], ranking["rows"][0]))
+    raw = v["report"]["ranking"][0]
+    assert best["gpu"] == raw["gpu"]
+    assert best["usd_per_million_output_tokens"] == units.format(raw["usd_per_million_output_tokens"], "usd_per_million")
+    assert best["ttft_s"] == units.format(raw["ttft_s"], "seconds")
+    assert best["tokens_per_s_per_gpu"] == units.format(raw["tokens_per_s_per_gpu"], "per_s")
+    points = v["tables"]["pareto_points"]
+    assert points["total"] == len(v["report"]["pareto_points"]) > web.TABLE_ROWS == len(points["rows"])
+    days = post_example(client, "ledger", "/view").json()["tables"]["per_day"]
+    assert [r[0] for r in days["rows"]] == ["2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"]
+
+
 def test_page_and_static_files_are_served(client):
     page = client.get("/")
     assert page.status_code == 200 and "<title>napkin" in page.text

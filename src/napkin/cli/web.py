@@ -37,8 +37,10 @@ def web(host: str, port: int, open_browser: bool) -> None:
     except socket.gaierror as exc:
         fail(f"host {host!r} cannot be resolved ({exc.strerror}); give an address such as 127.0.0.1")
         return
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, socktype, proto, _, addr = infos[0]
+    # proto must say TCP: asyncio sets TCP_NODELAY only on such sockets, and without it
+    # a keep-alive response waits ~40 ms on the client's delayed ACK
+    sock = socket.socket(family, socktype, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(addr)

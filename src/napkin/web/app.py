@@ -450,6 +450,55 @@ def view(name: str, raw: dict[str, Any]) -> dict:
         return json.loads(clean(json.dumps(out, allow_nan=False, default=str, ensure_ascii=False)))
 
 
+# A table cell's unit kind, from its key (JSON keys carry their unit): the first rule that matches wins.
+CELL_KINDS: tuple[tuple[str, str], ...] = (
+    ("usd_per_million", "usd_per_million"), ("usd_per_gpu_hour", "usd_per_hour"), ("usd_per_hour", "usd_per_hour"),
+    ("flops_per_s", "flops_per_s"), ("bytes_per_s", "bytes_per_s"), ("flops_per_usd", "flops"),
+    ("_per_s", "per_s"), ("_per_gpu_s", "per_s"), ("_usd", "usd"), ("_flops", "flops"), ("_bytes", "bytes"),
+    ("_s", "seconds"), ("_tokens", "count"), ("tokens", "count"), ("params", "count"), ("gpu_hours", "count"),
+    ("usd", "usd"),
+)
+FRACTION_KEYS = ("mfu", "goodput", "utilization", "goodput_tokens", "goodput_time", "fraction_of_peak")
+TABLE_ROWS = 100
+
+
+def cell_kind(key: str) -> str | None:
+    if key in FRACTION_KEYS or key.endswith("_fraction"):
+        return "fraction"
+    for pattern, kind in CELL_KINDS:
+        # rates and prices may carry a qualifier after the unit (usd_per_million_output_tokens)
+        if key.endswith(pattern) or (kind in ("usd_per_million", "usd_per_hour", "per_s") and pattern in key):
+            return kind
+    return None
+
+
+def _cell(key: str, value: Any) -> str:
+    from napkin.units import fmt_auto
+
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return f"[{len(value)} items]" if len(value) > 6 else ", ".join(_cell(key, v) for v in value)
+    kind = cell_kind(key) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    try:
+        return fmt_auto(value, kind)
+    except (ValueError, TypeError):
+        return fmt_auto(value, None)
+
+
+def tables(report: Any) -> dict[str, dict]:
+    """Results that are lists of records (a ranking, days of a ledger), formatted as tables."""
+    out = {}
+    for key, value in report.results.items():
+        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            columns = list(dict.fromkeys(c for row in value for c in row))
+            rows = [[_cell(c, row.get(c)) for c in columns] for row in value[:TABLE_ROWS]]
+            out[key] = {"columns": columns, "rows": rows, "total": len(value)}
+    return out
+
+
 def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_error: str | None,
                fmt_auto: Callable) -> dict:
     return {
@@ -459,6 +508,7 @@ def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_
         "derivation": [s.text() for s in report.steps],
         "assumptions": [{"name": a.name, "value": fmt_auto(a.value, a.unit), "basis": a.basis, "note": a.note}
                         for a in report.assumptions],
+        "tables": tables(report),
         "charts": charts,
         "chart_error": chart_error,
         "cli": cli_command(name, {k: v for k, v in raw.items()}),
@@ -469,20 +519,59 @@ def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_
 _bundle: dict[str, bytes] = {}
 _bundle_lock = threading.Lock()
 
+BUNDLE_SCRIPT = """
+import sys, vl_convert as vlc
+head = ("/* vega " + vlc.get_vega_version() + ", vega-lite, vega-embed " + vlc.get_vega_embed_version()
+        + ": BSD-3-Clause, (c) the University of Washington Interactive Data Lab; bundled by vl-convert-python. */\\n")
+sys.stdout.buffer.write((head + vlc.javascript_bundle()).encode("utf-8"))
+"""
+
+
+def _bundle_cache_path() -> Path | None:
+    """~/.cache/napkin/vega-bundle-<vl-convert version>.js: built once per version of vl-convert."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("vl-convert-python")
+    except PackageNotFoundError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "napkin" / f"vega-bundle-{re.sub(r'[^A-Za-z0-9.]', '_', v)}.js"
+
 
 def vega_bundle() -> dict[str, bytes]:
-    """vega, vega-lite and vega-embed as one script, from vl-convert (no download), cached."""
-    with _bundle_lock:
-        if not _bundle:
-            import vl_convert as vlc
+    """vega, vega-lite and vega-embed as one script, from vl-convert (nothing is downloaded).
 
-            js = vlc.javascript_bundle()
-            header = (f"/* vega {vlc.get_vega_version()}, vega-lite, vega-embed {vlc.get_vega_embed_version()}:"
-                      " BSD-3-Clause, (c) the University of Washington Interactive Data Lab; bundled by"
-                      " vl-convert-python. */\n")
-            data = (header + js).encode()
-            _bundle["raw"] = data
-            _bundle["gzip"] = gzip.compress(data, 6)
+    vl-convert takes ~1.7 s of CPU to bundle them and holds the GIL while it does, so the
+    bundle is built in a child process (the server keeps answering), kept in memory and
+    cached on disk per vl-convert version, so later starts read it in milliseconds.
+    """
+    import subprocess
+    import sys
+
+    with _bundle_lock:
+        if _bundle:
+            return _bundle
+        cache = _bundle_cache_path()
+        data = None
+        if cache is not None and cache.is_file():
+            data = cache.read_bytes()
+        if not data:
+            proc = subprocess.run([sys.executable, "-c", BUNDLE_SCRIPT], capture_output=True, timeout=120)
+            if proc.returncode != 0 or b"window.vegaEmbed=" not in proc.stdout:
+                raise RuntimeError("vl-convert could not bundle the chart library: "
+                                   + proc.stderr.decode(errors="replace")[-300:])
+            data = proc.stdout
+            if cache is not None:
+                try:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, cache)
+                except OSError:
+                    log.warning("could not cache the chart library at %s", cache)
+        _bundle["raw"] = data
+        _bundle["gzip"] = gzip.compress(data, 6)
         return _bundle
 
 
@@ -582,7 +671,17 @@ async def _read_multipart(request: Request) -> dict[str, Any]:
     return raw
 
 
+_listing: dict[str, bytes] = {}
+
+
 async def list_calculators(request: Request) -> Response:
+    """GET /api: built once per process (calculators that land later appear on the next start)."""
+    if "body" not in _listing:
+        _listing["body"] = await run_in_threadpool(_listing_body)
+    return Response(_listing["body"], media_type="application/json")
+
+
+def _listing_body() -> bytes:
     from napkin import catalog
 
     try:
@@ -597,12 +696,12 @@ async def list_calculators(request: Request) -> Response:
             calcs.append(describe_calculator(name))
         except Exception:
             log.exception("could not describe %s", name)
-    return JSONResponse({
+    return json.dumps({
         "napkin": __version__,
         "calculators": calcs,
         "catalog": {"gpus": gpus, "models": models},
         "limits": {"json_bytes": MAX_JSON_BYTES, "upload_bytes": MAX_UPLOAD_BYTES, "grid": WEB_GRID_CAP},
-    })
+    }, ensure_ascii=False, allow_nan=False).encode()
 
 
 async def get_calculator(request: Request) -> Response:

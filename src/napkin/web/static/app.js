@@ -241,7 +241,7 @@
     $("error").hidden = true;
     $("result").classList.add("empty");
     for (const id of ["result-title", "meaning"]) $(id).textContent = "";
-    for (const id of ["figures", "warnings", "assumptions", "derivation", "notes"]) $(id).replaceChildren();
+    for (const id of ["figures", "tables", "warnings", "assumptions", "derivation", "notes"]) $(id).replaceChildren();
     finaliseCharts();
     $("charts").replaceChildren();
     $("cli").textContent = "";
@@ -276,6 +276,17 @@
     figures.replaceChildren();
     for (const [k, v] of view.rows) {
       figures.append(el("tr", {"data-key": k}, el("th", {text: k}), el("td", {text: v})));
+    }
+
+    const tables = $("tables");
+    tables.replaceChildren();
+    for (const [key, t] of Object.entries(view.tables || {})) {
+      const table = el("table", {class: "records"});
+      table.append(el("tr", {}, ...t.columns.map((c) => el("th", {text: c}))));
+      for (const row of t.rows) table.append(el("tr", {}, ...row.map((v) => el("td", {text: v}))));
+      const shown = t.total > t.rows.length ? `${t.rows.length} of ${t.total} rows` : `${t.total} rows`;
+      tables.append(el("details", {class: "table", "data-table": key, open: t.total <= 12},
+                       el("summary", {text: `${key} (${shown})`}), el("div", {class: "scroll"}, table)));
     }
 
     const calc = state.calcs[state.current];
