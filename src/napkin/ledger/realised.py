@@ -115,10 +115,10 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     """Totals, restarts and per-day figures of ``rec`` (a :class:`napkin.ledger.records.Records`)."""
     import numpy as np
 
-    s = rec.step.astype(float)
-    t = rec.t_wall.astype(float)
-    g = rec.gpus.astype(float)
-    k = rec.tokens.astype(float)
+    s = np.asarray(rec.step, dtype=float)
+    t = np.asarray(rec.t_wall, dtype=float)  # no copy when already float64
+    g = np.asarray(rec.gpus, dtype=float)
+    k = np.asarray(rec.tokens, dtype=float)
     dt = np.diff(t)
     ds = np.diff(s)
     forward = ds > 0
@@ -134,11 +134,10 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     high = np.maximum.accumulate(s)[:-1]
     new = np.maximum(0.0, np.minimum(s[1:], last) - np.minimum(high, last))
     k_next = k[1:]
-    per_step = np.where(forward, dt / np.where(forward, d, 1.0), np.nan)
-    med = float(np.nanmedian(per_step)) if forward.any() else 0.0
+    per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
+    med = float(np.median(per_step[forward]))
     gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
-    productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / np.where(forward, d, 1.0)),
-                          0.0)
+    productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
     gpu_s_pair = dt * g[:-1]
     gpu_s = float(gpu_s_pair.sum())
     led = Ledger(
@@ -175,22 +174,22 @@ def _per_day(rec: Any, t: Any, dt: Any, q: dict[str, Any]) -> list[dict]:
     import numpy as np
 
     origin = 0.0 if rec.time_absolute else float(t[0])
-    day0 = np.floor((t[:-1] - origin) / DAY).astype(np.int64)
-    day1 = np.floor((t[1:] - origin) / DAY).astype(np.int64)
+    day_all = np.floor((t - origin) / DAY).astype(np.int64)
+    day0, day1 = day_all[:-1], day_all[1:]
     lo = int(day0.min())
     n_days = int(day1.max()) - lo + 1
-    sums = {name: np.zeros(n_days) for name in q}
-    same = (day0 == day1) | (dt <= 0)
-    for name, arr in q.items():
-        sums[name] += np.bincount(day0[same] - lo, weights=arr[same], minlength=n_days)
-    for i in np.flatnonzero(~same):
+    idx = day0 - lo if lo else day0
+    sums = {name: np.bincount(idx, weights=arr, minlength=n_days) for name, arr in q.items()}
+    for i in np.flatnonzero((day1 != day0) & (dt > 0)):  # few: at most one per midnight
         a, b = float(t[i]), float(t[i + 1])
+        for name, arr in q.items():  # move the whole pair out of its first day, then split it
+            sums[name][day0[i] - lo] -= arr[i]
         for day in range(int(day0[i]), int(day1[i]) + 1):
             start, end = max(a, origin + day * DAY), min(b, origin + (day + 1) * DAY)
             frac = (end - start) / (b - a)
             for name, arr in q.items():
                 sums[name][day - lo] += arr[i] * frac
-    counts = np.bincount(np.floor((t - origin) / DAY).astype(np.int64) - lo, minlength=n_days)
+    counts = np.bincount(day_all - lo, minlength=n_days)
     days = []
     for j in range(n_days):
         if sums["wall_s"][j] <= 0 and counts[j] == 0:

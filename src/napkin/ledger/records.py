@@ -85,9 +85,17 @@ def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged",
                 f"{shown.location} {n}: {why}" for n, why in shown.skipped[:3]) + ")"
         raise NotEnoughRecords("log", ", ".join(r.path for r in reads), "has no step records" + detail,
                          "give a log with step, t_wall, gpus_allocated and tokens per record")
-    df = pl.concat(frames, how="diagonal_relaxed")
+    df = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     n_before = df.height
-    df = df.filter(pl.struct(["step", "t_wall"]).is_first_distinct())
+    t_np, s_np = df["t_wall"].to_numpy(), df["step"].to_numpy()
+    if np.all(np.diff(t_np) >= 0):
+        # time in order: a duplicate line repeats the step and time of its predecessor
+        dup = np.zeros(len(t_np), dtype=bool)
+        dup[1:] = (np.diff(t_np) == 0) & (np.diff(s_np) == 0)
+        if dup.any():
+            df = df.filter(pl.Series(~dup))
+    else:
+        df = df.filter(pl.struct(["step", "t_wall"]).is_first_distinct())
     duplicates = n_before - df.height
     sources = [r.path for r in reads]
     rec = Records(step=df["step"].to_numpy(), t_wall=df["t_wall"].to_numpy(), gpus=df["gpus_allocated"].to_numpy(),

@@ -33,6 +33,24 @@ def _header(data: bytes) -> tuple[int, int, list[str]]:
     raise NotEnoughRecords("log", "empty", "has no header line and no records", "give a CSV step log with a header")
 
 
+def _numeric_columns(data: bytes, names: list[str], sample: int = 200) -> set[str]:
+    """Columns whose values in the first lines all read as numbers: parsed as Float64 by polars directly
+    (a later value that does not is null there: skipped if the field is required, absent otherwise)."""
+    lines = [ln for ln in data[:65536].split(b"\n")[1:sample + 1] if ln.strip()]
+    if len(lines) > 1 and not data[:65536].endswith(b"\n"):
+        lines = lines[:-1]  # the sample may end inside a line
+    out = set()
+    for i, name in enumerate(names):
+        vals = [ln.split(b",")[i].strip() if len(ln.split(b",")) > i else b"" for ln in lines]
+        try:
+            [float(v) for v in vals]
+        except ValueError:
+            continue
+        if vals and all(vals):
+            out.add(name)
+    return out
+
+
 def read_csv_frame(data: bytes, opts: ReadOptions, out: LogRead) -> Any:
     """The raw table of a CSV log, ``line`` numbered, ragged lines marked in ``_malformed``."""
     import polars as pl
@@ -46,7 +64,9 @@ def read_csv_frame(data: bytes, opts: ReadOptions, out: LogRead) -> Any:
                          "give each column a distinct name")
     target = {n: opts.mapping.get(n, n) for n in names}
     quoted = b'"' in data
-    overrides = {n: (pl.Float64 if target[n] in NUMERIC and not quoted else pl.String) for n in names}
+    numeric = _numeric_columns(data, names) if not quoted else set()
+    overrides = {n: (pl.Float64 if (target[n] in NUMERIC or n in numeric) and not quoted else pl.String)
+                 for n in names}
     try:
         df = pl.read_csv(data, has_header=True, schema_overrides=overrides, quote_char=None, ignore_errors=True,
                          truncate_ragged_lines=True, infer_schema=False, raise_if_empty=False)
