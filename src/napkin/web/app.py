@@ -51,7 +51,7 @@ STATIC = Path(__file__).parent / "static"
 MAX_JSON_BYTES = int(MEBI)  # a request is a few hundred bytes; 1 MiB is generous
 MAX_UPLOAD_BYTES = int(50 * MEBI)  # a training log; kept in memory, never written to disk
 MAX_FIELDS = 200
-MAX_FILES = 4
+MAX_FILES = 16  # a run restarted a few times may come as several logs
 
 CSP = ("default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
        "script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
