@@ -5,9 +5,9 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --quiet -c constraints.txt
 # Extra packages the tests need beyond the [test] extra: the CPU build of PyTorch
 # (pinned by constraints.txt) and the trainer frameworks the ledger callbacks plug into.
-TEST_EXTRA := torch==2.13.0 "transformers>=4.40" "lightning>=2.2"
+TEST_EXTRA := torch==2.13.0 "transformers>=4.40" "accelerate>=1.1" "lightning>=2.2"
 
-.PHONY: demo test chromium clean
+.PHONY: demo test chromium clean readme
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,7 @@ test: $(VENV)/.test-installed chromium
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis
+
+# README.md is assembled from docs/readme/*.md (each section holds real command output).
+readme:
+	cat docs/readme/*.md > README.md
