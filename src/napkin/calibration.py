@@ -65,7 +65,7 @@ class Calibration(msgspec.Struct, kw_only=True):
     training_mfu: float | None = None
     """MFU of a short training run (model FLOPs over the catalog peak, or the measured ceiling on a CPU)."""
     training_mfu_params: float | None = None
-    """Parameters N (non-embedding) of the model the training MFU was measured on."""
+    """Parameters N (the matmul weights, head included) of the model the training MFU was measured on."""
     allreduce_bus_bytes_per_s: dict[str, float] = {}
     """All-reduce bus bandwidth per message size label ("1MB", "64MB")."""
     source_path: str = ""
@@ -78,7 +78,9 @@ class Calibration(msgspec.Struct, kw_only=True):
     training_mfu_basis: str = ""
     """What the training MFU's denominator was: "catalog peak" or "measured ceiling"."""
     flops_convention: str = ""
-    """The model-FLOPs convention of the training run ("causal": 6N + 6·L·d·T per token)."""
+    """The model-FLOPs convention of ``training_mfu`` ("causal": 6N + 6·L·d·T per token)."""
+    training_mfu_by_convention: dict[str, float] = {}
+    """The same run's MFU counted as 6N, causal and full: use the one a plan counts FLOPs by."""
     allreduce_ranks: int | None = None
     """Ranks in the group the all-reduce was measured over."""
     allreduce_backend: str = ""
@@ -113,6 +115,12 @@ class Calibration(msgspec.Struct, kw_only=True):
                 best = (distance, label, rate)
         return None if best is None else (best[1], best[2])
 
+    def training_mfu_for(self, convention: str) -> float | None:
+        """The training MFU counted under ``convention`` (6N, causal, full), or None if not measured."""
+        if convention in self.training_mfu_by_convention:
+            return self.training_mfu_by_convention[convention]
+        return self.training_mfu if convention == self.flops_convention.split(":")[0] else None
+
     def matmul_fraction(self, precision: str) -> float | None:
         """Measured matmul fraction of peak at ``precision`` (None if not measured)."""
         return self.matmul_fraction_of_peak.get(precision)
@@ -120,7 +128,8 @@ class Calibration(msgspec.Struct, kw_only=True):
 
 _FLOAT_FIELDS = ("memory_bytes_per_s", "bandwidth_fraction", "training_mfu", "training_mfu_params")
 _FRACTIONS = ("bandwidth_fraction", "training_mfu")
-_TABLES = ("versions", "peak_flops_per_s", "matmul_fraction_of_peak", "allreduce_bus_bytes_per_s")
+_TABLES = ("versions", "peak_flops_per_s", "matmul_fraction_of_peak", "training_mfu_by_convention",
+           "allreduce_bus_bytes_per_s")
 
 
 def load(path: str | Path) -> Calibration:
@@ -173,7 +182,7 @@ def _check(cal: Calibration, where: str) -> None:
         if v is not None and v > 2.0:
             raise InputError(f"calibration.{name}", v, "must be a fraction near or below 1",
                              f"in {where}; was a percentage written?")
-    for table in ("peak_flops_per_s", "matmul_fraction_of_peak", "allreduce_bus_bytes_per_s"):
+    for table in _TABLES[1:]:
         for k, v in getattr(cal, table).items():
             if not (math.isfinite(v) and v > 0):
                 raise InputError(f"calibration.{table}.{k}", v, "must be a positive number", f"in {where}")

@@ -230,6 +230,7 @@ Measured: NVIDIA H100 80GB HBM3
   train_model_flops_per_s               130.7 TFLOP/s
   train_mfu                             13.2%
   train_mfu_of_ceiling                  17.8%
+  train_mfu_by_convention               6N: 12.3%, causal: 13.2%, full: 14.2%
   decode_model                          L=4 d=6656 V=50304 context=512 bf16
   decode_weights_bytes                  4.923 GB
   decode_kv_bytes_per_sequence          54.53 MB
@@ -245,6 +246,8 @@ warning [decode-beats-roofline]: decode at batch 1 ran 1.11× the bandwidth roof
 or the bandwidth probe was slowed
 note: catalog h100-sxm
 note: bandwidth convention: copy: bytes read + bytes written (2 × buffer); read: bytes read (1 × buffer)
+note: a plan or ledger that counts 6N FLOPs per token (no attention term) must use the 6N MFU: MFU and FLOPs \
+per token go together, or the tokens/s they give back is wrong
 note: MFU counts model FLOPs per token, 6·N + 6·L·d·T (causal), over step time and peak; it is never read from \
 hardware utilisation counters
 """
@@ -261,6 +264,11 @@ def test_calibration_round_trips_through_a_file(tmp_path):
     assert back.catalog_key == "h100-sxm"
     assert back.matmul_fraction_of_peak["bf16"] == pytest.approx(2 * 8192**3 / 0.0015 / 989.5e12, rel=1e-15)
     assert back.training_mfu_basis == "catalog peak"
+    # the same run's MFU under each convention: 6N leaves the attention term out of the numerator
+    six_n = 6 * 123_568_128 * 8 * 1024 / 0.05 / 989.5e12
+    assert back.training_mfu_for("6N") == pytest.approx(six_n, rel=1e-12)
+    assert back.training_mfu_for("causal") == back.training_mfu
+    assert back.training_mfu_for("full") > back.training_mfu > back.training_mfu_for("6N")
     assert back.label == "measured on NVIDIA H100 80GB HBM3, 2026-05-01"
 
 

@@ -291,6 +291,17 @@ class TrainResult:
         """Model FLOP/s over the measured matmul ceiling at the same precision."""
         return self._over(self.model_flops_per_s, self.ceiling_flops_per_s)
 
+    def mfu_by_convention(self) -> dict[str, float]:
+        """MFU under each FLOPs convention (6N, causal, full), over the catalog peak or else the ceiling.
+
+        A plan turns MFU back into tokens/s with its own FLOPs per token, so it needs the
+        MFU counted the way it counts: 6N for a 6N plan or ledger, causal for a causal one.
+        """
+        denominator = self.peak_flops_per_s or self.ceiling_flops_per_s
+        if not denominator:
+            return {}
+        return {c: model_flops_per_token(self.config, c) * self.tokens_per_s / denominator for c in F.CONVENTIONS}
+
     @property
     def hfu(self) -> float | None:
         if not self.config.recompute:
