@@ -281,11 +281,18 @@ def test_calibration_changes_napkin_train_as_it_should(run_cli, tmp_path):
     measured = json.loads(run_cli(*args, "--calibration", str(path)).stdout)
     by_name = {a["name"]: a for a in measured["assumptions"]}
     assert plain["mfu"] == 0.40 and {a["name"]: a for a in plain["assumptions"]}["mfu"]["basis"] == "assumed"
-    assert measured["mfu"] == cal.training_mfu
+    # train counts 6N FLOPs per token by default, so it takes the run's MFU counted as 6N
+    six_n = cal.training_mfu_by_convention["6N"]
+    assert measured["mfu"] == six_n < cal.training_mfu
     assert by_name["mfu"]["basis"] == "measured"
     assert by_name["mfu"]["note"] == "measured on NVIDIA H100 80GB HBM3, 2026-05-01"
     # GPU-hours are inversely proportional to MFU, all else equal
-    assert measured["gpu_hours"] == pytest.approx(plain["gpu_hours"] * 0.40 / cal.training_mfu, rel=1e-9)
+    assert measured["gpu_hours"] == pytest.approx(plain["gpu_hours"] * 0.40 / six_n, rel=1e-9)
+    # a causal plan takes the causal MFU (the one the measurement states)
+    causal = json.loads(run_cli("train", "--model", "gpt2", "--tokens", "10B", "--gpu", "h100", "--gpus", "8",
+                                "--flops-convention", "causal", "--seq-len", "1024", "--calibration", str(path),
+                                "--json").stdout)
+    assert causal["mfu"] == cal.training_mfu
     text = run_cli(*args[:-1], "--calibration", str(path)).stdout
     assert "assumed: mfu" not in text  # the measured MFU is no longer listed as a guess
 

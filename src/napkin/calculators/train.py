@@ -374,7 +374,8 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> 
         if cal.training_mfu is None:
             raise InputError("calibration", req.calibration, "has no training MFU",
                              "run `napkin measure` with a training step, or give --mfu")
-        mfu = cal.training_mfu
+        # the measured MFU counted the way this plan counts FLOPs per token (6N, causal, full)
+        mfu = cal.training_mfu_for(getattr(req, "flops_convention", "6N")) or cal.training_mfu
         r.assume("mfu", mfu, cal.label, unit="fraction", basis="measured")
         key = getattr(cal, "catalog_key", None)
         if key and g is not None and key != g.key:
