@@ -48,7 +48,8 @@ def _progress(as_json: bool) -> tuple[Callable[[str], None] | None, Callable[[],
     return update, stop
 
 
-@click.command(help="Measure the local accelerator: matmul ceiling, memory bandwidth, MFU of a short "
+@click.command(context_settings={"max_content_width": 100},
+               help="Measure the local accelerator: matmul ceiling, memory bandwidth, MFU of a short "
                     "training run, decode against the roofline, and how noisy the machine was. "
                     "--save writes a calibration for `napkin train|serve --calibration F`.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
