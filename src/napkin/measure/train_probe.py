@@ -192,8 +192,13 @@ def build_model(torch: Any, cfg: GPTConfig, *, device: str = "cpu", dtype: Any =
     return model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
 
 
-def count_flops(torch: Any, cfg: GPTConfig, *, device: str = "cpu", model: Any = None) -> dict:
-    """FLOPs of one forward and backward pass as FlopCounterMode counts them, by op."""
+def count_flops(torch: Any, cfg: GPTConfig, *, device: str = "cpu", model: Any = None,
+                precision: str = "fp32") -> dict:
+    """FLOPs of one forward and backward pass as FlopCounterMode counts them, by op.
+
+    Run under the training step's autocast, so the same kernels (a fused attention
+    kernel needs bf16 or fp16) are the ones counted.
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
     if model is None:
@@ -201,9 +206,13 @@ def count_flops(torch: Any, cfg: GPTConfig, *, device: str = "cpu", model: Any =
     model.train()
     idx = torch.randint(0, cfg.vocab_size, (cfg.batch, cfg.seq_len), device=device)
     counter = FlopCounterMode(display=False)
+    amp = precision in ("bf16", "fp16")
+    amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
     with counter:
-        logits = model(idx)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, cfg.vocab_size), idx.view(-1))
+        with torch.autocast(device_type=kind, dtype=amp_dtype, enabled=amp):
+            logits = model(idx)
+        loss = torch.nn.functional.cross_entropy(logits.float().view(-1, cfg.vocab_size), idx.view(-1))
         loss.backward()
     model.zero_grad(set_to_none=True)
     by_op = {str(op).split(".")[-1] if "." in str(op) else str(op): float(n)
@@ -327,7 +336,7 @@ def measure(torch: Any, device: Any, cfg: GPTConfig, *, precision: str, warmup: 
     model = build_model(torch, cfg, device=dev)
     if progress:
         progress("train: count FLOPs (FlopCounterMode)")
-    counted = count_flops(torch, cfg, device=dev, model=model)
+    counted = count_flops(torch, cfg, device=dev, model=model, precision=precision)
     expected, covers = counter_expectation(cfg, counted)
     amp = precision in ("bf16", "fp16")
     amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
