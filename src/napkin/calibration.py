@@ -231,7 +231,8 @@ def save(cal: Calibration, path: str | Path) -> None:
 
 
 def _str(s: Any) -> str:
-    return json.dumps(str(s), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    # a JSON string is a TOML basic string, except that TOML also wants DEL escaped
+    return json.dumps(str(s), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _num(v: float) -> str:

@@ -478,3 +478,37 @@ def test_collectives_outside_torchrun_is_one_line():
     assert out.returncode == 1
     assert out.stderr == ("error: collectives needs a process group; got one process (run under torchrun: "
                           "torchrun --nproc-per-node N -m napkin.measure --collectives)\n")
+
+
+# ------------------------------------------------------------------ properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_pos = st.floats(min_value=1e-6, max_value=1e18, allow_nan=False, allow_infinity=False)
+_frac = st.floats(min_value=1e-4, max_value=1.5, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(device=st.text(min_size=1, max_size=40), bw_=_pos, frac=_frac, peaks=st.dictionaries(
+    st.sampled_from(["fp32", "tf32", "bf16", "fp16"]), _pos, max_size=4), mfu=st.none() | _frac)
+def test_calibration_text_round_trips_exactly(device, bw_, frac, peaks, mfu):
+    cal = calibration.Calibration(device=device, date="2026-01-02", memory_bytes_per_s=bw_, bandwidth_fraction=frac,
+                                  peak_flops_per_s=peaks, training_mfu=mfu, versions={"torch": "2.13.0"})
+    import tomllib
+
+    back = calibration.Calibration(**{**tomllib.loads(calibration.dumps(cal))})
+    assert back == cal
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.floats(min_value=1.0, max_value=1e12), seconds=st.floats(min_value=1e-7, max_value=1e3),
+       n=st.integers(min_value=2, max_value=4096))
+def test_bus_bandwidth_is_the_link_rate_napkins_ring_model_divides_by(size, seconds, n):
+    """Feeding the measured bus bandwidth back into napkin's ring model gives the measured time."""
+    from napkin.formulas import comm
+
+    busbw = coll.bus_bytes_per_s(size, seconds=seconds, n_ranks=n)
+    t = comm.allreduce_seconds(comm.ring_allreduce_bytes_per_rank(size, n_ranks=n),
+                               link_bytes_per_s_per_direction=busbw, n_ranks=n)
+    assert t == pytest.approx(seconds, rel=1e-12)
