@@ -142,3 +142,13 @@ def test_catalog_json_lists_sources(run_cli):
     assert rows and all(r["source"] for r in rows)
     models = json.loads(run_cli("catalog", "models", "--json").stdout)
     assert {"llama-3.1-70b", "deepseek-v3"} <= {m["key"] for m in models}
+
+
+def test_positional_field_is_also_an_option(run_cli):
+    """`napkin bill --model X` (the issue's spelling) and `napkin bill X` are the same request."""
+    a = json.loads(run_cli("bill", "claude-sonnet-4", "--input", "1000", "--output", "300", "--json").stdout)
+    b = json.loads(run_cli("bill", "--model", "claude-sonnet-4", "--input", "1000", "--output", "300",
+                           "--json").stdout)
+    assert a == b and b["usd"] == pytest.approx(0.0075)
+    r = run_cli("model", "llama-3.1-8b", "--model", "llama-3.1-70b", code=1)
+    assert r.stderr.startswith("error: model is given twice")

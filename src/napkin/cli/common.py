@@ -121,6 +121,9 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
         if info.meta.get("positional"):
             params.append(click.Argument([info.name], required=False,
                                          nargs=-1 if info.container == "list" else 1))
+            # the same field as an option too: `napkin bill claude-sonnet-4` or `--model claude-sonnet-4`
+            params.append(click.Option([info.option, info.name + OPTION_TWIN], default=None, help=help_,
+                                       multiple=bool(info.container), metavar=_metavar(info)))
         elif info.kind == "bool":
             params.append(click.Option([info.option + "/--no-" + info.option[2:], info.name],
                                        default=None, help=help_))
@@ -143,6 +146,9 @@ def _metavar(info: Any) -> str:
             "choice": "CHOICE"}.get(info.kind, "X") + ("=X" if info.container == "dict" else "")
 
 
+OPTION_TWIN = "__option"  # click name of the --option twin of a positional field
+
+
 def collect(request_cls: type, params: dict[str, Any], config: str | None) -> dict[str, Any]:
     """Raw values: the config file first, then every option given on the line."""
     from napkin.request import fields
@@ -150,7 +156,15 @@ def collect(request_cls: type, params: dict[str, Any], config: str | None) -> di
     names = {f.name for f in fields(request_cls)}
     raw: dict[str, Any] = dict(read_config(config)) if config else {}
     for k, v in params.items():
-        if k not in names or v is None or v == () or v == []:
+        if v is None or v == () or v == []:
+            continue
+        if k.endswith(OPTION_TWIN):
+            k = k[: -len(OPTION_TWIN)]
+            given = params.get(k)
+            if given not in (None, (), []):
+                raise InputError(k, v, f"is given twice (as an argument {given!r} and as --{k.replace('_', '-')})",
+                                 "give it once")
+        if k not in names:
             continue
         raw[k] = list(v) if isinstance(v, tuple) else v
     return raw
