@@ -179,14 +179,16 @@ class Report:
         width = max((len(k) for k, _ in rows), default=0)
         lines = [self.title]
         lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
-        for w in self.warnings:
-            lines.append(f"warning [{w.code}]: {w.message}")
+        return "\n".join(lines + self.footer())
+
+    def footer(self) -> list[str]:
+        """Warnings, the inputs that were assumed, and notes: the lines under any table."""
+        lines = [f"warning [{w.code}]: {w.message}" for w in self.warnings]
         guessed = [a for a in self.assumptions if a.basis in ("assumed", "reference")]
         if guessed:
             lines.append("assumed: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed))
-        for n in self.notes:
-            lines.append(f"note: {n}")
-        return "\n".join(lines)
+        lines += [f"note: {n}" for n in self.notes]
+        return lines
 
     def _repr_html_(self) -> str:
         return self.html()

@@ -23,7 +23,6 @@ from napkin.derivation import Report
 from napkin.errors import InputError, UnknownName
 from napkin.formulas import flops, training as T
 from napkin.request import field
-from napkin.units import fmt_auto
 from napkin.units import format as fmt
 
 S = msgspec.Struct
@@ -93,14 +92,7 @@ class CompareReport(Report):
 
     def text(self) -> str:
         lines = [self.title, ranking_text(self.results.get("ranking", []), self.results.get("baseline", ""))]
-        for w in self.warnings:
-            lines.append(f"warning [{w.code}]: {w.message}")
-        guessed = [a for a in self.assumptions if a.basis in ("assumed", "reference")]
-        if guessed:
-            lines.append("assumed: " + "; ".join(f"{a.name} = {fmt_auto(a.value, a.unit)}" for a in guessed))
-        for n in self.notes:
-            lines.append(f"note: {n}")
-        return "\n".join(lines)
+        return "\n".join(lines + self.footer())
 
 
 def ranking_text(ranking: list[dict], baseline: str) -> str:
