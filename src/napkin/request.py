@@ -215,6 +215,18 @@ def parse_value(info: FieldInfo, raw: Any) -> Any:
     return _scalar(info.name, raw, info.kind, info.meta)
 
 
+def field_name(infos: dict[str, FieldInfo], key: str, value: Any = None, *, see: str = "see --help") -> str:
+    """The field a raw key names (``tokens-per-step`` -> ``tokens_per_step``); InputError if none."""
+    name = key.replace("-", "_").lstrip("_")
+    if name not in infos:
+        from napkin.errors import closest
+
+        near = closest(name, list(infos))
+        raise InputError(key, value, "is not a field of this calculator",
+                         f"did you mean {', '.join(near)}?" if near else see)
+    return name
+
+
 def parse_request(cls: type, raw: dict[str, Any]) -> Any:
     """Build a request Struct from raw values, with napkin's unit parsing and errors.
 
@@ -224,13 +236,7 @@ def parse_request(cls: type, raw: dict[str, Any]) -> Any:
     infos = {f.name: f for f in fields(cls)}
     values: dict[str, Any] = {}
     for key, val in raw.items():
-        name = key.replace("-", "_").lstrip("_")
-        if name not in infos:
-            from napkin.errors import closest
-
-            near = closest(name, list(infos))
-            raise InputError(key, val, "is not a field of this calculator",
-                             f"did you mean {', '.join(near)}?" if near else "see --help")
+        name = field_name(infos, key, val)
         if val is None or (isinstance(val, str) and val.strip() == "" and infos[name].kind != "bool"):
             continue
         if isinstance(val, (list, tuple)) and len(val) == 0:

@@ -43,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from napkin import __version__, units
 from napkin.errors import InputError, NapkinError, UnknownName
 from napkin.units import MEBI
+from napkin.request import field_name
 
 log = logging.getLogger("napkin.web")
 
@@ -393,14 +394,7 @@ def cli_command(name: str, raw: dict[str, Any]) -> str:
     infos = _field_infos(calc)
     given: dict[str, Any] = {}
     for key, val in raw.items():
-        field_name = key.replace("-", "_").lstrip("_")
-        if field_name not in infos:
-            from napkin.errors import closest
-
-            near = closest(field_name, list(infos))
-            raise InputError(key, val, "is not a field of this calculator",
-                             f"did you mean {', '.join(near)}?" if near else "see GET /api")
-        given[field_name] = val
+        given[field_name(infos, key, val, see="see GET /api")] = val
     args: list[str] = []
     opts: list[str] = []
     for info in infos.values():
