@@ -14,7 +14,7 @@ from napkin.formulas import comm, flops, memory as mem, roofline as roof
 from napkin.hardware import Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import field
-from napkin.units import GIBI, MEBI, MEGA
+from napkin.units import GIBI, KIBI, KILO, MEBI, MEGA
 from napkin.units import format as fmt
 
 S = msgspec.Struct
@@ -174,11 +174,11 @@ def run_memory(req: MemoryRequest) -> Report:
         kv = r.step("kv_total_bytes", "kv_bytes_per_token · context · sequences",
                     value=mem.kv_total_bytes(kv_tok, context_tokens=req.context, n_sequences=req.sequences),
                     unit="bytes", context=(req.context, "count"), sequences=req.sequences)
-        if req.context % 1000 == 0 and req.context % 1024 != 0:
-            r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / 1000:g}Ki for "
-                   f"{req.context / 1000 * 1024:,.0f}")
+        if req.context % KILO == 0 and req.context % KIBI != 0:
+            r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / KILO:g}Ki for "
+                   f"{req.context / KILO * KIBI:,.0f}")
         if abs(kv / GIBI - round(kv / GIBI)) < 1e-9 and kv >= GIBI:
-            r.note(f"kv_total_bytes is exactly {round(kv / GIBI)} GiB ({kv / 1e9:.4g} GB): GB and GiB differ by 7%")
+            r.note(f"kv_total_bytes is exactly {round(kv / GIBI)} GiB ({fmt(kv, 'bytes')}): GB and GiB differ by 7%")
         total = w + kv
     if req.training:
         static = r.step("training_static_bytes", "N · 16  (bf16 weights 2 + grads 2 + fp32 master 4 + Adam m 4 + v 4)",

@@ -36,7 +36,7 @@ SEED_TOKENS_LLAMA3 = 12  # seed 003: Llama 3's tokenizer splits SEED_PROMPT into
 ACTIVATION_BYTES = 2.0  # activations and embeddings travel in bf16
 READING_WORDS_PER_MINUTE = 238.0  # seed 003: adults read English at ~238 words per minute
 WORDS_PER_TOKEN_RULE = 0.75  # seed 003: 1 token ≈ ¾ of an English word
-GOOGLE_MEDIAN_PROMPT_J = 0.24 * 3600.0  # seed 003: Google (Aug 2025), median Gemini text prompt = 0.24 Wh
+GOOGLE_MEDIAN_PROMPT_J = 0.24 * HOUR  # seed 003: Google (Aug 2025), median Gemini text prompt = 0.24 Wh
 ATTENTION_WARN_SHARE = 0.10  # warn when the left-out attention term exceeds this share of 2N·T
 
 RUNG_TITLES = {

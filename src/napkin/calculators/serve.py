@@ -30,6 +30,7 @@ from napkin.hardware import COMPUTE_FALLBACK, Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import field
 from napkin.units import HOUR, MILLION
+from napkin.units import format as _fmt
 
 S = msgspec.Struct
 
@@ -253,7 +254,7 @@ def run_serve(req: ServeRequest) -> Report:
     w = r.step("weights_bytes", "N · bytes_per_param", value=mem.weights_bytes(n_total, bytes_per_param=s.b_w),
                unit="bytes", N=(n_total, "count"), bytes_per_param=s.b_w, precision=s.precision)
     if m.is_moe:
-        r.note(f"MoE: memory holds all {n_total / 1e9:.0f}B parameters; compute uses the {n_active / 1e9:.1f}B active "
+        r.note(f"MoE: memory holds all {_fmt(n_total, 'count')} parameters; compute uses the {_fmt(n_active, 'count')} active "
                f"per token ({m.n_active_experts} of {m.n_experts} routed experts)")
     w_gpu = r.step("weights_bytes_per_gpu", "weights_bytes / gpus", value=w / s.gpus, unit="bytes", gpus=s.gpus)
     shared_p, routed_p = moe_split(m)
@@ -286,10 +287,10 @@ def run_serve(req: ServeRequest) -> Report:
         r.step("kv_replicated_bytes", "kv_total_bytes · (replication − 1)", value=extra, unit="bytes")
         if latent:
             r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {s.tp} keeps a full copy "
-                                    f"on every GPU ({extra / 1e9:.3g} GB more than one copy)")
+                                    f"on every GPU ({_fmt(extra, 'bytes')} more than one copy)")
         else:
             r.warn("kv-replicated", f"TP {s.tp} exceeds the {m.n_kv_heads} KV heads: each head is kept on "
-                                    f"{repl:g} GPUs, costing {extra / 1e9:.3g} GB of KV memory beyond one copy")
+                                    f"{repl:g} GPUs, costing {_fmt(extra, 'bytes')} of KV memory beyond one copy")
     kv_gpu = r.step("kv_bytes_per_gpu", "kv_total_bytes / (pp · kv_shards)", value=kv_total / (s.pp * shards),
                     unit="bytes", pp=s.pp, kv_shards=float(shards))
 
@@ -418,7 +419,7 @@ def run_serve(req: ServeRequest) -> Report:
         r.step("decode_comm_s", "L · 2 · (2 · (tp − 1)/tp · b · d · 2 B / link + latency)", value=comm_s,
                unit="seconds", L=m.n_layers / s.pp, b=b_micro, d=m.d_model, tp=s.tp,
                link=(s.link, "bytes_per_s"), latency=(req.allreduce_latency, "seconds"),
-               note=f"{2 * m.n_layers / s.pp:g} all-reduces of {b_micro * m.d_model * sv.ACTIVATION_BYTES / 1e3:.4g} kB")
+               note=f"{2 * m.n_layers / s.pp:g} all-reduces of {_fmt(b_micro * m.d_model * sv.ACTIVATION_BYTES, 'bytes')}")
         r.assume("allreduce_latency", req.allreduce_latency, "fixed cost per all-reduce (NCCL small-message order); "
                                                              "measure with nccl-tests", unit="seconds")
     step_s = r.step("decode_step_s", "pp · (max(decode_memory_s, decode_compute_s) + decode_comm_s)",
