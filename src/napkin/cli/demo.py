@@ -18,7 +18,7 @@ HEADLINE = {
 
 # (calculator, raw request, the question it answers) shown after the headline when built
 TOUR = [
-    ("memory", {"model": "llama-3.1-70b", "context": "8k", "sequences": "32", "gpu": "h100-sxm", "gpus": "4"},
+    ("memory", {"model": "llama-3.1-70b", "context": "8Ki", "sequences": "32", "gpu": "h100-sxm", "gpus": "4"},
      "Does Llama 3.1 70B with 32 users at 8k context fit on 4 H100s?"),
     ("serve", {"model": "llama-3.1-70b", "gpu": "h100-sxm", "gpus": "8", "prompt": "1000", "output": "300",
                "batch": "32", "price": "2.50/h"},
