@@ -152,3 +152,12 @@ def test_positional_field_is_also_an_option(run_cli):
     assert a == b and b["usd"] == pytest.approx(0.0075)
     r = run_cli("model", "llama-3.1-8b", "--model", "llama-3.1-70b", code=1)
     assert r.stderr.startswith("error: model is given twice")
+
+
+def test_demo_answers_the_headline_with_its_working(run_cli):
+    """cost-7b-2t-marginal / cost-7b-2t-loaded through `napkin demo` (catalog H100 peak, 989.5T)."""
+    out = run_cli("demo", "--no-tour").stdout
+    assert out.startswith("What does one training token cost? 7B parameters, 2T tokens, H100 (seed 001)\n")
+    assert "  marginal_usd            $163,756\n" in out
+    assert "  loaded_usd              $387,513\n" in out
+    assert "derivation:\n  flops_per_token = 6 · N" in out
