@@ -1,10 +1,10 @@
-"""Rows per second of `napkin ledger report` on a 10-million-row CSV step log.
+"""Rows per second of `napkin ledger report` on a 10-million-row step log (CSV or JSON Lines).
 
 Generates the log in a temporary folder (steps with two restarts that roll back, a GPU
 count change and a stall; Unix-seconds t_wall, or ISO timestamps with --iso), then times
 read + report (the same code path as the CLI, without the store) and prints rows/s.
 
-    .venv/bin/python benchmarks/ledger_bench.py [--rows 10000000] [--iso] [--repeat 3]
+    .venv/bin/python benchmarks/ledger_bench.py [--rows 10000000] [--iso] [--jsonl] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 import time
 
 
-def make_log(path: str, rows: int, iso: bool) -> None:
+def make_log(path: str, rows: int, iso: bool, jsonl: bool = False) -> None:
     import numpy as np
     import polars as pl
 
@@ -33,21 +33,25 @@ def make_log(path: str, rows: int, iso: bool) -> None:
     if iso:
         df = df.with_columns(pl.from_epoch((pl.col("t_wall") * 1e6).cast(pl.Int64), time_unit="us")
                              .dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").alias("t_wall"))
-    df.write_csv(path)
+    if jsonl:
+        df.write_ndjson(path)
+    else:
+        df.write_csv(path)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--iso", action="store_true", help="ISO timestamps instead of Unix seconds")
+    ap.add_argument("--jsonl", action="store_true", help="JSON Lines instead of CSV")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     from napkin import calculate
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "steps.csv")
+        path = os.path.join(tmp, "steps.jsonl" if a.jsonl else "steps.csv")
         t0 = time.perf_counter()
-        make_log(path, a.rows, a.iso)
+        make_log(path, a.rows, a.iso, a.jsonl)
         size = os.path.getsize(path)
         print(f"generated {a.rows:,} rows ({size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.1f} s")
         best = float("inf")
