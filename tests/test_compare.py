@@ -104,5 +104,5 @@ def test_rows_list_each_part_in_rank_order_for_the_page():
     r = calculate("compare", {**JOB, "gpu": "h100,next", "peak": "next=2.2P", "mfu": "h100=0.4",
                               "price": "h100=2.5,next=4.5"})
     rows = dict(r.rows())
-    assert rows["1. next"] == "$0.06629/M at 40% MFU (guess), $4.5/h; -19.0% per token vs h100-sxm"
-    assert rows["2. h100-sxm"] == "$0.08188/M at 40% MFU, $2.5/h; the baseline"
+    assert rows["1. next"] == "$0.06629/M at 40% MFU (guess), $4.50/h; -19.0% per token vs h100-sxm"
+    assert rows["2. h100-sxm"] == "$0.08188/M at 40% MFU, $2.50/h; the baseline"

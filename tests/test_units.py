@@ -73,7 +73,7 @@ def test_error_names_the_field():
     (6.3e24, "flops", "6.3e24 FLOP"), (810e12, "flops", "810 TFLOP"), (3.35e12, "bytes_per_s", "3.35 TB/s"),
     (972000.0, "seconds", "11.25 d"), (0.0151, "seconds", "15.1 ms"), (2.07, "seconds", "2.07 s"),
     (163840.0, "usd", "$163,840"), (0.0075, "usd", "$0.0075"), (5.576e6, "usd", "$5.576M"),
-    (2.5, "usd_per_hour", "$2.5/h"), (0.401, "fraction", "40.1%"),
+    (2.5, "usd_per_hour", "$2.50/h"), (0.401, "fraction", "40.1%"),
 ])
 def test_format(value, kind, text):
     assert units.format(value, kind) == text

@@ -273,6 +273,15 @@ def _sig(x: float, digits: int) -> str:
     return s
 
 
+def _money(x: float, digits: int) -> str:
+    """x to ``digits`` significant figures, with its cents where they are among those figures:
+    "2.50" not "2.5" (a price with one decimal reads like a typo), but 153.33 stays "153.3"
+    (a written "153.30" would claim a fifth figure)."""
+    s = _sig(x, digits)
+    head, dot, tail = s.partition(".")
+    return s + "0" if dot and len(tail) == 1 and x < 10 ** (digits - 2) else s
+
+
 def _with_prefix(x: float, table: list[tuple[float, str]], digits: int) -> tuple[str, str]:
     ax = abs(x)
     for scale, name in table:
@@ -350,13 +359,13 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
             return f"{neg}${n}{p}"
         if ax >= 10 ** (digits - 1):
             return f"{neg}${round(ax):,}"
-        return f"{neg}${_sig(ax, digits)}"
+        return f"{neg}${_money(ax, digits)}"
     if kind == "usd_per_hour":
-        return f"{neg}${_sig(ax, digits)}/h"
+        return f"{neg}${_money(ax, digits)}/h"
     if kind == "usd_per_million":
-        return f"{neg}${_sig(ax, digits)}/M"
+        return f"{neg}${_money(ax, digits)}/M"
     if kind == "usd_per_kwh":
-        return f"{neg}${_sig(ax, digits)}/kWh"
+        return f"{neg}${_money(ax, digits)}/kWh"
     if kind == "watts":
         n, p = _with_prefix(ax, [(GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, "")], digits)
         return f"{neg}{n} {p}W"

@@ -127,13 +127,13 @@ def test_gpu_hour_owned_exact(run_cli):
         '  breakdown_usd_per_gpu_hour  capital: $0.9632/h, power: $0.091/h, facility: $0.2854/h, '
         'network: $0.214/h, support: $0.1427/h\n'
         '  idle_usd_per_gpu_hour       $0.3393/h\n'
-        '  vs_usd_per_gpu_hour         $2.5/h\n'
+        '  vs_usd_per_gpu_hour         $2.50/h\n'
         '  owned_over_rental           0.6785\n'
         '  cheaper                     owning\n'
         '  breakeven_utilization       54.3%\n'
         'note: power drawn at TDP every hour (an idle GPU draws less); no cost of capital: add '
         'financing with --per-gpu-year financing=USD\n'
-        'note: owning beats $2.5/h above 54% utilisation\n'
+        'note: owning beats $2.50/h above 54% utilisation\n'
     )
 
 
@@ -142,8 +142,8 @@ def test_gpu_hour_spot_exact(run_cli):
     out = run_cli('gpu-hour', '--spot', '1.20/h', '--goodput', '0.7', '--vs', '2.50/h').stdout
     assert out == (
         'GPU-hour\n'
-        '  vs_usd_per_gpu_hour           $2.5/h\n'
-        '  spot_usd_per_gpu_hour         $1.2/h\n'
+        '  vs_usd_per_gpu_hour           $2.50/h\n'
+        '  spot_usd_per_gpu_hour         $1.20/h\n'
         '  spot_useful_usd_per_gpu_hour  $1.714/h\n'
         '  spot_over_on_demand           0.6857\n'
         '  spot_breakeven_goodput        48%\n'

@@ -16,7 +16,7 @@ Realised cost: hand.csv
   last_step                         30
   wall_s                            10.83 min
   gpu_hours_allocated               1.278
-  realised_usd                      $4.6
+  realised_usd                      $4.60
   advanced_tokens                   30,000
   processed_tokens                  45,000
   usd_per_million_advanced_tokens   $153.3/M
@@ -29,8 +29,8 @@ Realised cost: hand.csv
   skipped_lines                     0
   duplicates                        0
 per day (UTC):
-  date        gpu_hours   usd  advanced   $/M adv  goodput        vs plan
-  2024-05-01        1.3  $4.6    30,000  $153.3/M    46.2%  +27.8%  ALERT
+  date        gpu_hours    usd  advanced   $/M adv  goodput        vs plan
+  2024-05-01        1.3  $4.60    30,000  $153.3/M    46.2%  +27.8%  ALERT
 ALERT 2024-05-01: 27.8% above plan
 note: after each rollback the steps between the checkpoint and the first logged step are not in the log: \
 counted as one log interval (10 steps)
@@ -116,5 +116,5 @@ def test_watch_once(tmp_path, run_cli):
                   "--refreshes", "1", "--interval", "0.01s")
     lines = out.stdout.splitlines()
     assert len(lines) == 2
-    assert lines[0].endswith("step 10  $80/M adv (plan $0.5/M, +15900.0%)  goodput 100%  $0.8 so far")
-    assert lines[1] == "ALERT 2024-05-01: realised $80/M is 15900.0% above plan ($0.5/M)"
+    assert lines[0].endswith("step 10  $80/M adv (plan $0.50/M, +15900.0%)  goodput 100%  $0.80 so far")
+    assert lines[1] == "ALERT 2024-05-01: realised $80/M is 15900.0% above plan ($0.50/M)"
