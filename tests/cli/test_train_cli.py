@@ -80,10 +80,19 @@ def test_vary_a_grid_and_an_overhead(run_cli):
                              "--vary", "overhead.experiments=0.3,0.6", "--json").stdout)
     rows = out["vary"]["rows"]
     assert out["vary"]["inputs"] == ["goodput", "overhead.experiments"]
-    assert [(r["goodput"], r["overhead.experiments"]) for r in rows] == [("0.8", "0.3"), ("0.8", "0.6"),
-                                                                         ("0.9", "0.3"), ("0.9", "0.6")]
+    assert [(r["goodput"], r["overhead.experiments"]) for r in rows] == [(0.8, 0.3), (0.8, 0.6), (0.9, 0.3),
+                                                                         (0.9, 0.6)]
     assert rows[3]["loaded_usd"] == pytest.approx(out["loaded_usd"])
     assert rows[2]["loaded_usd"] == pytest.approx(out["loaded_usd"] - 0.3 * out["marginal_usd"])
+
+
+def test_vary_json_rows_carry_base_units_and_text_keeps_what_was_typed(run_cli):
+    args = (*SEED, "--gpu", "h100", "--vary", "mfu=30%,0.4", "--vary", "price=3/h,2.5", "--vary", "deadline=3w")
+    rows = json.loads(run_cli("train", *args, "--json").stdout)["vary"]["rows"]
+    assert [(r["mfu"], r["price"], r["deadline"]) for r in rows] == [
+        (0.3, 3.0, 21 * 86400.0), (0.3, 2.5, 21 * 86400.0), (0.4, 3.0, 21 * 86400.0), (0.4, 2.5, 21 * 86400.0)]
+    text = run_cli("train", *args).stdout.splitlines()
+    assert text[2].split()[:3] == ["30%", "3/h", "3w"]
 
 
 def test_vary_marks_an_infeasible_deadline(run_cli):
@@ -194,6 +203,11 @@ def test_compare_issue_example_json_and_chart(run_cli, tmp_path):
     (("--vary", "mfx=0.3"), "error: vary does not name an input of train ('mfx'); got mfx=0.3 (did you mean mfu?)\n"),
     (("--vary", "mfu"), "error: vary must be NAME=V1,V2,...; got mfu (e.g. --vary mfu=0.3,0.4,0.5)\n"),
     (("--chart", "out.pdf"), "error: chart must end in .svg or .png; got out.pdf\n"),
+    (("--vary", "mfu=0.3,0.4", "--vary", "mfu=0.5"),
+     "error: vary has mfu twice; got mfu=0.5 (give all the values of mfu in one --vary mfu=V1,V2,...)\n"),
+    (("--vary", "mfu=0.3,0.4", "--sensitivity"),
+     "error: vary cannot be combined with --sensitivity; got mfu=0.3,0.4 (give --vary for the answer at each "
+     "value, or --sensitivity for the tornado)\n"),
 ])
 def test_train_errors(run_cli, args, message):
     r = run_cli("train", "--params", "7B", "--tokens", "2T", "--price", "2.5", *args, code=1)

@@ -49,8 +49,24 @@ def parse_vary(specs: tuple[str, ...] | list[str]) -> list[tuple[str, list[str]]
         vals = [v.strip() for v in values.split(",") if v.strip()]
         if not vals:
             raise InputError("vary", spec, "has no values", "e.g. --vary mfu=0.3,0.4,0.5")
+        if name in [n for n, _ in out]:
+            raise InputError("vary", spec, f"has {name} twice",
+                             f"give all the values of {name} in one --vary {name}=V1,V2,...")
         out.append((name, vals))
     return out
+
+
+def vary_value(name: str, text: str) -> Any:
+    """A varied value in base units, as the JSON rows carry it (``30%`` -> 0.3, ``3/h`` -> 3.0)."""
+    from napkin import units
+    from napkin.calculators.train import TrainRequest
+    from napkin.request import fields, parse_value
+
+    if name.startswith("overhead."):
+        return units.parse(text, "number", name)
+    if name == "goodput" and text.lower() != "auto":  # a text field: a fraction, or auto
+        return units.parse(text, "fraction", name)
+    return parse_value(next(f for f in fields(TrainRequest) if f.name == name), text)
 
 
 def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[dict]:
@@ -70,7 +86,7 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
         raw["overhead"] = dict(raw.get("overhead") or {})
         row: dict[str, Any] = {}
         for (name, _), value in zip(axes, combo):
-            row[name] = value
+            row[name] = vary_value(name, value)
             if name.startswith("overhead."):
                 raw["overhead"][name.split(".", 1)[1]] = value
             else:
@@ -104,8 +120,8 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
     cols += [("marginal_usd", "marginal", "usd"), ("loaded_usd", "loaded", "usd")]
     head = names + [c[1] for c in cols] + ["$/M marginal", "$/M loaded"]
     table = [head]
-    for r in rows:
-        cells = [str(r[n]) for n in names]
+    for r, labels in zip(rows, itertools.product(*[vals for _, vals in axes])):
+        cells = list(labels)  # as typed: 30%, 3/h
         if "infeasible" in r:
             cells += ["infeasible"] + ["-"] * (len(head) - len(names) - 1)
         else:
@@ -199,6 +215,9 @@ def _after_train(report: Any, req: Any, params: dict) -> Any:
         _write_chart(report, ("sensitivity", "cost"), params["chart"], TRAIN.charts)
     if params.get("vary"):
         axes = parse_vary(params["vary"])
+        if req.sensitivity:
+            raise InputError("vary", " ".join(params["vary"]), "cannot be combined with --sensitivity",
+                             "give --vary for the answer at each value, or --sensitivity for the tornado")
         rows = vary_rows(to_raw(req), axes)
         if as_json:
             report.set("vary", {"inputs": [n for n, _ in axes], "rows": rows})
