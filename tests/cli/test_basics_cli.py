@@ -122,9 +122,17 @@ def test_unknown_name_lists_closest(run_cli):
     assert r.stderr.count("\n") == 1
 
 
-def test_usage_error_is_exit_2(run_cli):
-    r = run_cli("memory", "--no-such-option", code=2)
-    assert "No such option" in r.stderr
+def test_usage_errors_are_one_line_and_exit_1(run_cli):
+    r = run_cli("memory", "--no-such-option", code=1)
+    assert r.stderr == "error: No such option '--no-such-option'. (see `napkin memory --help`)\n"
+    r = run_cli("catalog", "gpu", code=1)
+    assert r.stderr == ("error: Invalid value for '{gpus|models|prices}': 'gpu' is not one of 'gpus', 'models', "
+                        "'prices'. (see `napkin catalog --help`)\n")
+    r = run_cli("trian", code=1)
+    assert r.stderr.startswith("error: No such command 'trian'. Did you mean train")
+    assert r.stderr.endswith(" (see `napkin --help`)\n") and r.stderr.count("\n") == 1
+    r = run_cli("train", "--mfx", "0.3", code=1)
+    assert r.stderr == "error: No such option '--mfx'. Did you mean '--mfu'? (see `napkin train --help`)\n"
 
 
 def test_config_round_trip(run_cli, tmp_path):

@@ -79,5 +79,5 @@ def test_busy_port_is_one_line_and_exit_1(run_cli):
 
 
 def test_bad_port_is_a_usage_error(run_cli):
-    r = run_cli("web", "--port", "70000", code=2)
+    r = run_cli("web", "--port", "70000", code=1)
     assert "70000 is not in the range 0<=x<=65535" in r.stderr

@@ -42,6 +42,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
+    def main(self, args: list[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: object) -> object:
+        """click's main, with a usage error as one line and exit 1 like every other bad input."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            click.echo(f"error: {usage_line(exc)}", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -61,6 +79,21 @@ class LazyGroup(click.Group):
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """One line: click's message, the closest command for a mistyped one, and where the help is."""
+    from napkin.errors import closest
+
+    msg = " ".join(exc.format_message().split())
+    path = " ".join(["napkin", *(exc.ctx.command_path.split()[1:] if exc.ctx is not None else [])])
+    if (msg.startswith("No such command") and "Did you mean" not in msg and exc.ctx is not None
+            and isinstance(exc.ctx.command, click.Group)):
+        typed = msg.split("'")[1] if msg.count("'") >= 2 else ""
+        near = closest(typed, exc.ctx.command.list_commands(exc.ctx))
+        if near:
+            msg += f" Did you mean {' or '.join(near)}?"
+    return f"{msg} (see `{path} --help`)"
 
 
 def _not_built(name: str) -> click.Command:
