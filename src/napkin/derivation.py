@@ -187,6 +187,10 @@ class Report:
         guessed = [a for a in self.assumptions if a.basis in ("assumed", "reference")]
         if guessed:
             lines.append("assumed: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed))
+        measured = [a for a in self.assumptions if a.basis == "measured"]
+        if measured:  # a figure from a calibration file: where and when it was measured
+            lines.append("measured: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"
+                                                  for a in measured))
         lines += [f"note: {n}" for n in self.notes]
         return lines
 

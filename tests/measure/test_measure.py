@@ -244,6 +244,7 @@ Measured: NVIDIA H100 80GB HBM3
   elapsed_s                             0 s
 warning [decode-beats-roofline]: decode at batch 1 ran 1.11× the bandwidth roofline: some bytes came from cache, \
 or the bandwidth probe was slowed
+measured: matmul_bf16_ceiling_flops_per_s = 733 TFLOP/s (best of 3 repeats at 8192x8192x8192)
 note: catalog h100-sxm
 note: bandwidth convention: copy: bytes read + bytes written (2 × buffer); read: bytes read (1 × buffer)
 note: a plan or ledger that counts 6N FLOPs per token (no attention term) must use the 6N MFU: MFU and FLOPs \
@@ -295,6 +296,33 @@ def test_calibration_changes_napkin_train_as_it_should(run_cli, tmp_path):
     assert causal["mfu"] == cal.training_mfu
     text = run_cli(*args[:-1], "--calibration", str(path)).stdout
     assert "assumed: mfu" not in text  # the measured MFU is no longer listed as a guess
+    # ... and the plain table says where it came from
+    assert f"measured: mfu = {six_n * 100:.3g}% (measured on NVIDIA H100 80GB HBM3, 2026-05-01)\n" in text
+
+
+def test_save_path_is_checked_before_measuring(run_cli, tmp_path, monkeypatch):
+    import napkin.measure as M
+
+    monkeypatch.setattr(M, "run", lambda *a, **k: pytest.fail("measured before checking --save"))
+    r = run_cli("measure", "--quick", "--save", str(tmp_path / "missing" / "c.toml"), code=1)
+    assert r.stderr == (f"error: save is in a folder that does not exist; got {tmp_path / 'missing' / 'c.toml'} "
+                        f"(create {tmp_path / 'missing'} first)\n")
+
+
+def test_a_save_that_fails_late_still_prints_the_measurements(run_cli, tmp_path, monkeypatch):
+    import napkin.measure as M
+    from napkin.cli import measure as cli_measure
+
+    monkeypatch.setattr(M, "run", lambda *a, **k: _synthetic_h100())
+
+    def refuse(*a, **k):
+        raise InputError("save", "c.toml", "cannot be written (disk full)")
+
+    monkeypatch.setattr(cli_measure, "_save", refuse)
+    r = run_cli("measure", "--save", str(tmp_path / "c.toml"), code=1)
+    assert r.stdout.startswith("Measured: NVIDIA H100 80GB HBM3")
+    assert r.stderr == ("error: save could not be written (save cannot be written (disk full); got c.toml); "
+                        "the measurements above were not saved\n")
 
 
 def test_calibration_feeds_serve_bandwidth_and_prefill_efficiency(tmp_path):

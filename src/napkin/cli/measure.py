@@ -8,6 +8,7 @@ from typing import Any, Callable
 import click
 
 from napkin.cli.common import emit, fail, guarded
+from napkin.errors import NapkinError
 
 NEEDS_TORCH = "napkin measure needs PyTorch: pip install 'llm-napkin[measure]'"
 
@@ -70,6 +71,8 @@ def measure(device: str, quick: bool, precisions: tuple[str, ...], recompute: bo
         fail(NEEDS_TORCH)
     from napkin import measure as M
 
+    if save:
+        _check_writable(save)  # before minutes of measuring, not after
     opts = M.Options(device=device, quick=quick, precisions=_precisions(precisions), recompute=recompute)
     progress, stop = _progress(as_json)
     try:
@@ -77,9 +80,28 @@ def measure(device: str, quick: bool, precisions: tuple[str, ...], recompute: bo
     finally:
         stop()
     report = M.report(result)
+    failed = None
     if save:
-        _save(result, save, report)
+        try:
+            _save(result, save, report)
+        except (OSError, NapkinError) as exc:  # the measurements are still worth printing
+            failed = str(exc)
     emit(report, as_json=as_json, explain=explain)
+    if failed:
+        fail(f"save could not be written ({failed}); the measurements above were not saved")
+
+
+def _check_writable(path: str) -> None:
+    """A --save path whose folder exists and can be written, checked before measuring."""
+    import os
+
+    from napkin.errors import InputError
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError("save", path, "is in a folder that does not exist", f"create {folder} first")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError("save", path, "cannot be written", "give a path you can write")
 
 
 def _save(result: Any, path: str, report: Any) -> None:
