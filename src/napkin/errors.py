@@ -43,6 +43,7 @@ class UnknownName(NapkinError, KeyError):
         self.name = name
         self.field = field or what
         self.matches = closest(name, choices)
+        self.choices = list(choices)
         msg = f"unknown {what} {name!r}"
         if self.matches:
             msg += f"; closest: {', '.join(self.matches)}"
@@ -55,8 +56,16 @@ class UnknownName(NapkinError, KeyError):
 
     def to_dict(self) -> dict:
         return {"field": self.field, "value": self.name, "problem": f"unknown {self.what}",
-                "fix": f"one of {', '.join(self.matches)}" if self.matches else None,
-                "message": str(self)}
+                "fix": self.fix, "message": str(self)}
+
+    @property
+    def fix(self) -> str | None:
+        """The closest names, or every name when there are few and none is close."""
+        if self.matches:
+            return f"did you mean {' or '.join(self.matches)}?"
+        if 0 < len(self.choices) <= 30:
+            return f"one of {', '.join(self.choices)}"
+        return None
 
 
 class UnsupportedPrecision(InputError):

@@ -280,6 +280,11 @@ def test_unknown_calculator_is_404(client):
     r = client.post("/api/trian", json={})
     assert r.status_code == 404
     assert r.json()["message"].startswith("unknown calculator 'trian'; closest: train")
+    assert r.json()["fix"].startswith("did you mean train")
+    from napkin.calculators import CALCULATORS
+
+    far = client.post("/api/xyz", json={})
+    assert far.status_code == 404 and far.json()["fix"] == "one of " + ", ".join(CALCULATORS)
 
 
 @pytest.mark.parametrize("body,problem", [(b"{", "is not valid JSON"), (b"[1, 2]", "must be a JSON object"),
