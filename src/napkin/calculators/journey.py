@@ -21,7 +21,7 @@ import msgspec
 
 from napkin import catalog, units
 from napkin.calculators import Calculator
-from napkin.calculators.basics import kv_step
+from napkin.calculators.basics import kv_held, kv_step
 from napkin.derivation import Report, Step
 from napkin.errors import InputError
 from napkin.formulas import cost, flops, journey as jf, memory as mem, roofline as roof, serving
@@ -200,8 +200,8 @@ def run_journey(req: JourneyRequest) -> Report:
         r.warn("context-too-long", f"{prompt_tokens:,} prompt + {req.output_tokens:,} output tokens exceed "
                                    f"{m.name}'s {m.max_context:,}-token context window; the figures below are "
                                    f"what it would cost if it did not")
-    r.note(f"counts differ by tokenizer: these are {tc.encoding}'s; {m.name}'s own vocabulary has "
-           f"{m.vocab_size:,} entries")
+    whose = f"these are {tc.encoding}'s" if tc.exact else "these are an estimate at 4 characters per token"
+    r.note(f"counts differ by tokenizer: {whose}; {m.name}'s own vocabulary has {m.vocab_size:,} entries")
     if req.prompt == SEED_PROMPT:
         r.note(f"the seed's tokenizer (Llama 3) splits this question into {SEED_TOKENS_LLAMA3} tokens")
     r.note("splitting text is lookups, not arithmetic: the meter does not move")
@@ -239,8 +239,9 @@ def run_journey(req: JourneyRequest) -> Report:
     r.set("memory_bytes_per_gpu", g.memory_bytes, "bytes")
     capacity = r.step("capacity_bytes", "gpus · memory_per_gpu", value=n_gpus * g.memory_bytes, unit="bytes",
                       gpus=n_gpus, memory_per_gpu=(g.memory_bytes, "bytes"))
-    needed = r.step("needed_bytes", "weights + kv_bytes_per_token · (prompt + output)",
-                    value=weights + kv_tok_value * context, unit="bytes", weights=(weights, "bytes"),
+    held, held_expr = kv_held(r, m, context, "(prompt + output)")  # a sliding window caps the cache
+    needed = r.step("needed_bytes", f"weights + kv_bytes_per_token · {held_expr}",
+                    value=weights + kv_tok_value * held, unit="bytes", weights=(weights, "bytes"),
                     kv_bytes_per_token=(kv_tok_value, "bytes"), tokens=(context, "count"))
     fits = needed <= capacity
     r.set("fits", fits)
@@ -340,10 +341,12 @@ def run_journey(req: JourneyRequest) -> Report:
                        prefill_flops=(prefill, "flops"), effective=(eff, "flops_per_s"))
     r.step("prefill_tokens_per_s", "effective_flops_per_s / flops_per_token", value=eff / per_tok, unit="per_s")
     kv_tok = kv_step(r, m, kvb, req.kv_precision)
-    r.step("prompt_kv_bytes", "kv_bytes_per_token · prompt_tokens", value=kv_tok * prompt_tokens, unit="bytes",
+    held, held_expr = kv_held(r, m, prompt_tokens, "prompt_tokens")
+    r.step("prompt_kv_bytes", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held, unit="bytes",
            prompt_tokens=(prompt_tokens, "count"))
     if m.max_context:
-        r.step("max_context_kv_bytes", "kv_bytes_per_token · max_context", value=kv_tok * m.max_context,
+        held, held_expr = kv_held(r, m, m.max_context, "max_context")
+        r.step("max_context_kv_bytes", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held,
                unit="bytes", max_context=(m.max_context, "count"))
     if free > 0:
         r.step("kv_capacity_tokens", "free_bytes / kv_bytes_per_token", value=free / kv_tok, unit="count",
@@ -365,7 +368,8 @@ def run_journey(req: JourneyRequest) -> Report:
         decode = r.step("decode_flops", "2 · N_active · T_out  (one full pass per output token)",
                         value=per_tok * req.output_tokens, unit="flops", N_active=(n_active, "count"),
                         T_out=(req.output_tokens, "count"))
-    kv_seq = r.step("kv_bytes_per_sequence", "kv_bytes_per_token · (prompt + output)", value=kv_tok * context,
+    held, held_expr = kv_held(r, m, context, "(prompt + output)")
+    kv_seq = r.step("kv_bytes_per_sequence", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held,
                     unit="bytes", tokens=(context, "count"))
     r.step("decode_bytes_per_token", "active weights + KV of the sequence", value=active_weights + kv_seq,
            unit="bytes", weights=(active_weights, "bytes"), kv=(kv_seq, "bytes"))
