@@ -57,20 +57,40 @@ EXPECTED = {
     "joules": "an energy such as 3.6MJ or 1kWh",
 }
 
-_NUM = r"(?P<num>[-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
-_RE = re.compile(r"^\s*(?P<dollar>\$)?\s*" + _NUM + r"\s*(?P<unit>.*?)\s*$")
+# A number as typed: digits with commas, underscores, a decimal part and an exponent. Commas are
+# captured wherever they are so that a misplaced one is refused by name, never silently dropped.
+_NUM = r"(?P<num>[-+]?(?:\d[\d,_]*(?:\.[\d,_]*)?|\.\d[\d,_]*)(?:[eE][-+]?\d+)?)"
+_RE = re.compile(r"^\s*(?:(?P<lead>[-+])(?=\$))?(?P<dollar>\$)?\s*" + _NUM + r"(?P<gap>\s*)(?P<unit>.*?)\s*$")
+# Commas are allowed only as thousands groups of the whole part: 16,384 or 1,234.5.
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.[\d_]*)?(?:[eE][-+]?\d+)?")
 
 
-def _number(text: str, field: str, kind: str) -> tuple[float, str, bool]:
+def _comma_error(field: str, text: str, num: str) -> InputError:
+    """A comma that is not a thousands separator: 1,5B or 2,50 (a decimal comma), 1,,2 or 5,."""
+    fix = "commas may only separate thousands, as in 1,500; write a point for a decimal"
+    if num.count(",") == 1 and re.fullmatch(r"[-+]?\d+,\d+", num):
+        decimal = text.replace(",", ".", 1)
+        fix = f"write {decimal} for a decimal; commas may only separate thousands, as in 1,500"
+    return InputError(field, text, "has a comma that is not a thousands separator", fix)
+
+
+def _number(text: str, field: str, kind: str) -> tuple[float, str, bool, bool]:
+    """The number, the unit text after it, whether a $ led, and whether a space parted number and unit."""
     m = _RE.match(text)
-    if not m:
+    if not m or (m.group("lead") and m.group("num")[0] in "+-"):
         raise InputError(field, text, f"is not {EXPECTED[kind]}")
-    num = m.group("num").replace(",", "").replace("_", "")
+    num = m.group("num")
+    if "," in num:
+        if not _GROUPED.fullmatch(num):
+            raise _comma_error(field, text, num)
+        num = num.replace(",", "")
     try:
-        value = float(num)
+        value = float(num)  # underscores as Python writes them: 1_000_000
     except ValueError:
         raise InputError(field, text, f"is not {EXPECTED[kind]}") from None
-    return value, m.group("unit"), bool(m.group("dollar"))
+    if m.group("lead") == "-":  # -$1,234 as format writes a negative amount
+        value = -value
+    return value, m.group("unit"), bool(m.group("dollar")), bool(m.group("gap"))
 
 
 def _fail(field: str, text: str, kind: str, why: str = "") -> InputError:
@@ -120,25 +140,40 @@ def parse(text: str | float | int, kind: str, field: str = "value") -> float:
             raise _fail(field, str(text), kind, "must be a finite number")
         return value
     raw = str(text)
-    value, unit, dollar = _number(raw, field, kind)
+    value, unit, dollar, gap = _number(raw, field, kind)
     unit = unit.strip()
     if dollar and kind not in ("usd", "usd_per_hour", "usd_per_million", "usd_per_kwh"):
         raise _fail(field, raw, kind, f"is money; expected {EXPECTED[kind]}")
-    scale = _scale(unit, kind, field, raw)
+    scale = _scale(unit, kind, field, raw, gap)
     result = value * scale
     if not math.isfinite(result):
         raise _fail(field, raw, kind, "must be a finite number")
     return result
 
 
-def _strip_words(unit: str, words: tuple[str, ...]) -> str:
-    for w in words:
-        if unit.lower().endswith(w):
-            return unit[: -len(w)].strip()
+def _strip_words(unit: str, words: tuple[str, ...], field: str, raw: str, gap: bool) -> str:
+    """The unit without a trailing word such as "tokens" ("T tokens" -> "T", "Mtok" -> "M").
+
+    The word is matched case-insensitively, but only whole: what is left before it is the
+    prefix. A capitalised word glued to the number ("15Tokens", "15Tok", "7Params") is refused:
+    its first letter is also a prefix (T, P, G), so 15 and 15T are both readings.
+    """
+    low = unit.lower()
+    for w in sorted(words, key=len, reverse=True):
+        if not low.endswith(w):
+            continue
+        head, word = unit[: -len(w)], unit[-len(w):]
+        if not head and not gap and word[0] in COUNT_SUFFIX:
+            number = raw.strip()[: -len(word)].strip()
+            raise InputError(
+                field, raw, f"is ambiguous: the {word[0]} of {word!r} could be the prefix {word[0]}",
+                f"write {number} {w} for {number}, or {number}{word[0]} {w} for {number}{word[0]}",
+            )
+        return head.strip()
     return unit
 
 
-def _scale(unit: str, kind: str, field: str, raw: str) -> float:
+def _scale(unit: str, kind: str, field: str, raw: str, gap: bool = False) -> float:
     if kind == "number":
         if unit in ("", "x", "×"):
             return 1.0
@@ -150,7 +185,8 @@ def _scale(unit: str, kind: str, field: str, raw: str) -> float:
             return 1.0
         raise _fail(field, raw, kind)
     if kind == "count":
-        u = _strip_words(unit, ("tokens", "token", "tok", "params", "parameters", "requests", "gpus"))
+        u = _strip_words(unit, ("tokens", "token", "tok", "params", "parameters", "requests", "gpus"),
+                         field, raw, gap)
         if u in COUNT_SUFFIX:
             return COUNT_SUFFIX[u]
         if re.fullmatch(r"[kKMGTPE]i?(B|bytes?)|[kKMGTPE]?bit", u):
@@ -204,7 +240,7 @@ def _scale(unit: str, kind: str, field: str, raw: str) -> float:
             raise InputError(field, raw, "is ambiguous: m could be minutes or months", "write min for minutes")
         raise _fail(field, raw, kind)
     if kind == "usd":
-        u = _strip_words(unit, ("usd", "dollars", "$"))
+        u = _strip_words(unit, ("usd", "dollars", "$"), field, raw, gap)
         if u in ("", "k", "K", "M", "B", "bn", "T"):
             return {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "bn": GIGA, "T": TERA}[u]
         if "/" in u:
@@ -302,51 +338,73 @@ def _sci(x: float, digits: int) -> str:
     return f"{mant}e{int(exp)}"
 
 
+# Below LOW every kind is written in scientific notation ("3e-7 B", "$1.2e-9/h"): positional
+# digits would run to hundreds of zeros for a value like 1e-300. Above its own limit each kind
+# does the same (past the largest prefix, or where plain digits stop being readable).
+LOW = 1e-6
+
+
+def _readable(ax: float, high: float, low: float = LOW) -> bool:
+    return ax == 0 or low <= ax < high
+
+
 def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) -> str:  # noqa: A001
     """Format a base-unit float for a reader, with a readable prefix.
 
     ``binary=True`` formats bytes with binary prefixes (GiB); the default is decimal
-    (GB). parse(format(x, kind), kind) gives x back to ``digits`` significant figures.
+    (GB). Values outside a kind's readable range are written in scientific notation
+    with the kind's base unit ("1.2e25 B"). parse(format(x, kind), kind) gives x back to
+    ``digits`` significant figures.
     """
     x = float(value)
     if not math.isfinite(x):
         return str(x)
     neg = "-" if x < 0 else ""
     ax = abs(x)
+    sci = neg + _sci(ax, digits)
     if kind in ("number",):
-        return neg + (_sig(ax, digits) if 1e-4 <= ax < 1e9 or ax == 0 else _sci(ax, digits))
+        return neg + _sig(ax, digits) if _readable(ax, 1e9) else sci
     if kind == "fraction":
-        return neg + _sig(ax * 100, max(digits - 1, 2)) + "%"
+        fdigits = max(digits - 1, 2)
+        if not _readable(ax, 1e4, 1e-6):  # 0.0001% .. 999,999%; beyond, a plain fraction
+            return neg + _sci(ax, fdigits)
+        return neg + _sig(ax * 100, fdigits) + "%"
     if kind == "count":
         if ax < 1e6 and ax == int(ax):
             return neg + f"{int(ax):,}"
+        if ax >= 1e18 or ax < LOW:
+            return sci
         if ax < 1000:
             return neg + _sig(ax, digits)
-        if ax >= 1e18:
-            return neg + _sci(ax, digits)
         n, p = _with_prefix(ax, _CNT, digits)
         return f"{neg}{n}{p}"
     if kind == "bytes":
+        if not _readable(ax, 1e21):
+            return f"{sci} B"
         if ax < 1000 and not binary:
             return f"{neg}{_sig(ax, digits)} B"
         n, p = _with_prefix(ax, _BIN if binary else _DEC, digits)
         return f"{neg}{n} {p}B"
     if kind == "bytes_per_s":
+        if not _readable(ax, 1e21):
+            return f"{sci} B/s"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}B/s"
     if kind == "flops":
-        if ax >= 1e18:
-            return f"{neg}{_sci(ax, digits)} FLOP"
+        if not _readable(ax, 1e18):
+            return f"{sci} FLOP"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}FLOP"
     if kind == "flops_per_s":
-        if ax >= 1e21:
-            return f"{neg}{_sci(ax, digits)} FLOP/s"
+        if not _readable(ax, 1e21):
+            return f"{sci} FLOP/s"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}FLOP/s"
     if kind == "seconds":
         if ax == 0:
             return "0 s"
+        if not _readable(ax, 1e9 * DAY, 1e-15):
+            return f"{sci} s"
         for limit, scale, name in (
             (1e-12, 1e-15, "fs"), (1e-9, 1e-12, "ps"), (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s"),
             (2 * HOUR, MINUTE, "min"), (48 * HOUR, HOUR, "h"), (math.inf, DAY, "d"),
@@ -354,26 +412,30 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
             if ax < limit * 0.99995:
                 return f"{neg}{_sig(ax / scale, digits)} {name}"
     if kind == "usd":
+        if not _readable(ax, 1e15):
+            return f"{neg}${_sci(ax, digits)}"
         if ax >= 1e6:
             n, p = _with_prefix(ax, [(TERA, "T"), (GIGA, "B"), (MEGA, "M")], digits)
             return f"{neg}${n}{p}"
         if ax >= 10 ** (digits - 1):
             return f"{neg}${round(ax):,}"
         return f"{neg}${_money(ax, digits)}"
-    if kind == "usd_per_hour":
-        return f"{neg}${_money(ax, digits)}/h"
-    if kind == "usd_per_million":
-        return f"{neg}${_money(ax, digits)}/M"
-    if kind == "usd_per_kwh":
-        return f"{neg}${_money(ax, digits)}/kWh"
+    if kind in ("usd_per_hour", "usd_per_million", "usd_per_kwh"):
+        per = {"usd_per_hour": "/h", "usd_per_million": "/M", "usd_per_kwh": "/kWh"}[kind]
+        n = _money(ax, digits) if _readable(ax, 1e9) else _sci(ax, digits)
+        return f"{neg}${n}{per}"
     if kind == "watts":
+        if not _readable(ax, 1e15):
+            return f"{sci} W"
         n, p = _with_prefix(ax, [(GIGA, "G"), (MEGA, "M"), (KILO, "k"), (1.0, "")], digits)
         return f"{neg}{n} {p}W"
     if kind == "per_s":
-        return f"{neg}{_sig(ax, digits)}/s"
+        return f"{neg}{_sig(ax, digits)}/s" if _readable(ax, 1e9) else f"{sci}/s"
     if kind == "joules":
+        if not _readable(ax, KWH_J * 1e9):  # up to 999,999 GWh
+            return f"{sci} J"
         if ax >= KWH_J:
-            n, p = _with_prefix(ax / 3600.0, [(GIGA, "G"), (MEGA, "M"), (KILO, "k")], digits)
+            n, p = _with_prefix(ax / HOUR, [(GIGA, "G"), (MEGA, "M"), (KILO, "k")], digits)
             return f"{neg}{n} {p}Wh"
         n, p = _with_prefix(ax, [(MEGA, "M"), (KILO, "k"), (1.0, "")], digits)
         return f"{neg}{n} {p}J"
