@@ -70,3 +70,58 @@ def test_describe_lists_units_and_bounds():
 def test_to_raw_round_trips(t, m):
     req = parse_request(Demo, {"tokens": t, "mfu": m, "gpus": ["h100"]})
     assert parse_request(Demo, to_raw(req)) == req
+
+
+# ------------------------------------------------------------- percent hints, lists, pairs
+class Fractions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    usable: Annotated[float, field("fraction", "usable memory")] = 0.8
+    cap: Annotated[float, field("fraction", "a fraction capped low", gt=0, le=0.3)] = 0.1
+    served: Annotated[list[float], field("count", "served tokens")] = []
+    price: Annotated[dict[str, float], field("usd_per_hour", "price per part")] = {}
+    yearly: Annotated[dict[str, float], field("usd", "yearly costs")] = {}
+
+
+@pytest.mark.parametrize("raw,message", [
+    # the hint is the typed number read as a percentage, with the figures it needs
+    ({"usable": "12.5"}, "usable must be in (0, 1]; got 12.5 (did you mean 0.125?)"),
+    ({"usable": "1.5"}, "usable must be in (0, 1]; got 1.5 (did you mean 0.015?)"),
+    ({"usable": "40"}, "usable must be in (0, 1]; got 40 (did you mean 0.40?)"),
+    ({"usable": 80}, "usable must be in (0, 1]; got 80 (did you mean 0.80?)"),
+    # 150% already is a percentage: no 0.01 (nor 0.015) hint
+    ({"usable": "150%"}, "usable must be in (0, 1]; got 150%"),
+    ({"usable": "101"}, "usable must be in (0, 1]; got 101"),
+    ({"usable": "1"}, None),
+    # no hint that breaks the bounds too
+    ({"cap": "40"}, "cap must be in (0, 0.3]; got 40"),
+    ({"cap": "25"}, "cap must be in (0, 0.3]; got 25 (did you mean 0.25?)"),
+])
+def test_percent_hint_only_when_it_helps(raw, message):
+    if message is None:
+        assert parse_request(Fractions, raw).usable == 1.0
+        return
+    with pytest.raises(InputError) as exc:
+        parse_request(Fractions, raw)
+    assert str(exc.value) == message
+
+
+def test_lists_and_pairs_still_split_on_commas():
+    req = parse_request(Fractions, {"served": "500B,50T", "price": "h100=2.50,b200=$4.50/h",
+                                    "yearly": ["facility=$1,500,network=1,200.5", "support=300"]})
+    assert req.served == [500e9, 50e12]
+    assert req.price == {"h100": 2.5, "b200": 4.5}
+    # a thousands group in a NAME=VALUE pair stays with its value
+    assert req.yearly == {"facility": 1500.0, "network": 1200.5, "support": 300.0}
+
+
+@pytest.mark.parametrize("raw,message", [
+    # a decimal comma in a pair used to be read as the pair 2 and a stray "50"
+    ({"price": "h100=2,50,b200=4.50"}, "price[h100] has a comma that is not a thousands separator; got 2,50 "
+                                      "(write 2.50 for a decimal; commas may only separate thousands, as in 1,500)"),
+    ({"price": "h100=2.50,b200"}, "price must be NAME=VALUE; got b200 (e.g. name=0.5)"),
+    ({"yearly": "facility=1,5000"}, "yearly[facility] has a comma that is not a thousands separator; got 1,5000 "
+                                    "(write 1.5000 for a decimal; commas may only separate thousands, as in 1,500)"),
+])
+def test_pairs_refuse_a_decimal_comma(raw, message):
+    with pytest.raises(InputError) as exc:
+        parse_request(Fractions, raw)
+    assert str(exc.value) == message

@@ -10,8 +10,9 @@ live in one place::
 
 Kinds are those of :mod:`napkin.units` plus ``text``, ``name`` (a catalog entry or a
 path), ``precision``, ``int``, ``bool`` and ``choice`` (with ``choices=``). A field
-typed ``list[...]`` takes comma-separated or repeated values; ``dict[str, ...]``
-takes ``NAME=VALUE`` pairs.
+typed ``list[...]`` takes comma-separated or repeated values (so a list item cannot hold a
+thousands comma: ``--served 500B,50T``); ``dict[str, ...]`` takes ``NAME=VALUE`` pairs, where a
+value may (``facility=$60,000,network=5k``).
 """
 
 from __future__ import annotations
@@ -125,21 +126,31 @@ def _g(x: float) -> str:
     return f"{x:g}"
 
 
+def _within(value: float, meta: dict) -> bool:
+    """Whether ``value`` meets the field's bounds (gt/ge/lt/le)."""
+    return not (("gt" in meta and not value > meta["gt"]) or ("ge" in meta and not value >= meta["ge"])
+                or ("lt" in meta and not value < meta["lt"]) or ("le" in meta and not value <= meta["le"]))
+
+
+def _percent_hint(value: float, meta: dict, raw: Any) -> str | None:
+    """A fraction typed as a percentage (40 for 0.40, 12.5 for 0.125), as the fraction to write.
+
+    None when the number already carried a % (150% is simply too large), when it is not a
+    percentage (outside 1 < value <= 100), or when the fraction it suggests is out of bounds too.
+    Whole percentages keep two decimals (0.40); others show the figures they need (0.125).
+    """
+    if (isinstance(raw, str) and "%" in raw) or not 1 < value <= 100 or not _within(value / 100, meta):
+        return None
+    return f"{value / 100:.2f}" if value == int(value) else f"{value / 100:g}"
+
+
 def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None) -> None:
-    ok = True
-    if "gt" in meta and not value > meta["gt"]:
-        ok = False
-    if "ge" in meta and not value >= meta["ge"]:
-        ok = False
-    if "lt" in meta and not value < meta["lt"]:
-        ok = False
-    if "le" in meta and not value <= meta["le"]:
-        ok = False
-    if ok:
+    if _within(value, meta):
         return
     fix = None
-    if kind == "fraction" and 1 < value <= 100:
-        fix = f"did you mean {value / 100:.2f}?"
+    hint = _percent_hint(value, meta, raw) if kind == "fraction" else None
+    if hint:
+        fix = f"did you mean {hint}?"
     elif kind in ("count", "bytes", "seconds", "flops", "int") and value <= 0:
         fix = "give a positive size"
     shown = raw if isinstance(raw, str) else value
@@ -195,6 +206,26 @@ def _split(raw: Any) -> list:
     return [raw]
 
 
+def _split_pairs(raw: Any) -> list:
+    """Like _split, for NAME=VALUE pairs: a piece with no ``=`` that starts with a digit is a
+    thousands group of the value before it (``facility=$60,000,network=5k``), so it goes back
+    on that value; units.parse then accepts the group or refuses a decimal comma by name."""
+    if isinstance(raw, (list, tuple)):
+        out: list = []
+        for r in raw:
+            out += _split_pairs(r) if isinstance(r, str) else [r]
+        return out
+    if isinstance(raw, str):
+        parts: list[str] = []
+        for piece in raw.split(","):
+            if parts and "=" in parts[-1] and "=" not in piece and piece[:1].isdigit():
+                parts[-1] += "," + piece
+            else:
+                parts.append(piece)
+        return [p for p in (x.strip() for x in parts) if p]
+    return [raw]
+
+
 def parse_value(info: FieldInfo, raw: Any) -> Any:
     """Parse one field's raw value (a string, a number, a list or a mapping)."""
     if info.container == "list":
@@ -204,7 +235,7 @@ def parse_value(info: FieldInfo, raw: Any) -> Any:
             items = list(raw.items())
         else:
             items = []
-            for part in _split(raw):
+            for part in _split_pairs(raw):
                 if not isinstance(part, str) or "=" not in part:
                     raise InputError(info.name, part, "must be NAME=VALUE", f"e.g. {info.meta.get('example', 'name=0.5')}")
                 k, v = part.split("=", 1)
