@@ -6,12 +6,15 @@ Parameter-count rule. For each catalog model the count computed from its archite
 
     |computed / published - 1| <= max(base, half_unit / published)
 
-where ``base`` is 0.1% for a dense model and 0.5% for an MoE total, and ``half_unit`` is
-half a unit in the last published digit when the paper gives the figure to a few
-significant figures (``published_params_digits``): "175B" has 3 digits, so half a unit
-is 0.5B and the tolerance is 0.5 / 175 = 0.29%; "70B" has 2, so 0.5 / 70 = 0.71%. A
-count published exactly (digits 0) is held to ``base``. MoE active counts are held to
-3%, since vendors round them and disagree on whether the input embedding is "active".
+where ``base`` is 0.1% for a dense model and 0.5% for an MoE total. Where an exact count
+is published (the Hugging Face Hub's safetensors parameter count, transformers'
+``num_parameters()``, a technical report's table) the catalog stores it exactly and the
+rule is ``base``, literally. Only a model whose count exists nowhere but as a rounded
+figure (``ROUNDED_ONLY``: GPT-3's "175B", Chinchilla's "70B", DeepSeek-V3's "671B")
+stores ``published_params_digits``, and ``half_unit`` is half a unit in its last digit:
+"175B" has 3 digits, so half a unit is 0.5B and the tolerance is 0.5 / 175 = 0.29%;
+"70B" has 2, so 0.5 / 70 = 0.71%. MoE active counts are held to 3%, since vendors round
+them and disagree on whether the input embedding is "active".
 
 A published figure the architecture cannot reproduce is not loosened silently: the
 entry's note says so and ``test_documented_discrepancy`` checks that the miss is real
@@ -39,11 +42,20 @@ GPUS = gpus()
 GiB = 2**30
 
 
+# Models published only as a rounded figure, and why no exact count exists.
+ROUNDED_ONLY = {
+    "gpt-3-175b": "never released; Brown et al. 2020 give 175.0B",
+    "chinchilla-70b": "never released; Hoffmann et al. 2022 give 70B",
+    "deepseek-v3": "the Hub's safetensors total adds the 14B MTP module and FP8 scales; the report gives 671B",
+}
+
+
 def param_tolerance(m: ModelSpec) -> float:
     """Relative tolerance of the parameter-count rule in the module docstring."""
     base = 0.005 if m.is_moe else 0.001
     if not m.published_params_digits:
         return base
+    assert m.key in ROUNDED_ONLY or not m.key, f"{m.key}: an exact count is published; store it, not a rounded one"
     exponent = math.floor(math.log10(m.published_params))
     half_unit = 0.5 * 10 ** (exponent - m.published_params_digits + 1)
     return max(base, half_unit / m.published_params)
@@ -79,6 +91,37 @@ def test_params_match_published(key):
     tol = param_tolerance(m)
     err = m.params / m.published_params - 1
     assert abs(err) <= tol, f"{key}: computed {m.params:,.0f} vs published {m.published_params:,.0f} ({err:+.3%}, tol {tol:.3%})"
+
+
+@pytest.mark.parametrize("key", sorted(MODELS))
+def test_rounded_counts_only_where_no_exact_one_exists(key):
+    """The digit-aware tolerance is for figures published to 2-3 digits only; the rest are exact."""
+    m = MODELS[key]
+    if key in ROUNDED_ONLY:
+        assert m.published_params_digits in (2, 3)
+    else:
+        assert m.published_params_digits == 0 and m.published_params == int(m.published_params)
+        assert abs(m.params / m.published_params - 1) <= (0.005 if m.is_moe else 0.001)
+
+
+@pytest.mark.parametrize("key, exact", [
+    # transformers GPT2LMHeadModel.num_parameters(); the Hub's safetensors total, 137,022,720,
+    # adds the 12 stored causal masks (12 x 1024 x 1024), which are buffers, not parameters
+    ("gpt2", 124_439_808),
+    ("llama-3.2-1b", 1_235_814_400),    # Hub safetensors count, meta-llama/Llama-3.2-1B (card: 1.23B)
+    ("llama-2-13b", 13_015_864_320),    # Hub safetensors count, meta-llama/Llama-2-13b-hf (13B)
+    ("llama-2-7b", 6_738_415_616),      # Hub safetensors count, meta-llama/Llama-2-7b-hf (6.74B)
+    ("llama-3.1-8b", 8_030_261_248),    # Hub safetensors count, meta-llama/Llama-3.1-8B (8.03B)
+    ("llama-3.1-405b", 405_853_388_800),  # Hub safetensors count, meta-llama/Llama-3.1-405B (405.8B)
+    ("mixtral-8x7b", 46_702_792_704),   # Hub safetensors count, mistralai/Mixtral-8x7B-v0.1 (46.7B)
+])
+def test_exact_published_counts(key, exact):
+    """The counts the digit-aware rule used to excuse (GPT-2 +0.35%, Llama 3.2 1B -0.34%, Llama 2
+    13B +0.12% against 124M, 1.24B, 13.0B) are reproduced exactly against the exact figures."""
+    m = MODELS[key]
+    assert m.published_params == exact
+    assert m.params == exact
+    assert f"{exact:,}" in m.params_source
 
 
 @pytest.mark.parametrize("key", sorted(MODELS))
@@ -232,6 +275,42 @@ def test_gpu_entry_plausible(key):
     assert g.link_name
     assert g.year and 2019 <= g.year <= 2026
     assert g.sparsity_factor in (None, 2)
+    assert g.scale_up_domain >= 1 and g.scale_up_source.strip()
+
+
+SCALE_UP_DOMAINS = {
+    # HGX / OAM boards of 8 (NVIDIA HGX specifications; AMD Instinct platforms; Intel HLS-Gaudi3)
+    "a100-sxm-40gb": 8, "a100-sxm-80gb": 8, "h100-sxm": 8, "h200": 8, "h800": 8, "b200": 8,
+    "mi300x": 8, "mi325x": 8, "gaudi-3": 8,
+    "gb200": 72,  # GB200 NVL72: 72 GPUs in one NVLink domain
+    "a100-pcie-80gb": 2, "h100-pcie": 2,  # an NVLink bridge joins a pair of cards
+    "l40s": 1, "rtx-4090": 1,  # no NVLink: the stored link is PCIe
+    # Google Cloud TPU docs: v4 slices up to 4096 chips, v5p's largest slice 16x16x24 = 6144 of a
+    # 8960-chip Pod, v5e and v6e Pods of 256; beyond, Multislice over the data-center network
+    "tpu-v4": 4096, "tpu-v5p": 6144, "tpu-v5e": 256, "tpu-v6e": 256,
+}
+
+
+def test_scale_up_domains():
+    assert {k: g.scale_up_domain for k, g in GPUS.items()} == SCALE_UP_DOMAINS
+    for key in ("l40s", "rtx-4090"):
+        assert "PCIe" in GPUS[key].link_name  # domain 1: the link napkin uses is PCIe itself
+
+
+SLIDING_WINDOWS = {
+    # config.json sliding_window, and the layers that use it
+    "mistral-7b": (4096, 32),   # Mistral-7B-v0.1: every layer (tests/fixtures/hf/mistral-7b-v0.1)
+    "gemma-2-9b": (4096, 21),   # Gemma 2: even layers slide (Gemma2DecoderLayer.is_sliding), 42 layers
+    "gemma-2-27b": (4096, 23),  # 46 layers
+}
+
+
+@pytest.mark.parametrize("key", sorted(MODELS))
+def test_sliding_windows(key):
+    """Only Mistral 7B v0.1 and Gemma 2 slide: Mixtral's configs say sliding_window null, Qwen2.5's
+    use_sliding_window false, Llama/GPT/DeepSeek have none."""
+    m = MODELS[key]
+    assert (m.sliding_window, m.n_sliding_layers) == SLIDING_WINDOWS.get(key, (0, 0))
 
 
 @pytest.mark.parametrize("key", sorted(GPUS))

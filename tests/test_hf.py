@@ -46,6 +46,8 @@ def test_fixture_matches_catalog(folder):
     assert spec.active_params == ref.active_params
     assert spec.kv_bytes_per_token(2.0) == ref.kv_bytes_per_token(2.0) == kv_bytes_bf16(spec)
     assert abs(spec.params / ref.published_params - 1) <= param_tolerance(ref)
+    assert (spec.sliding_window, spec.n_sliding_layers) == (ref.sliding_window, ref.n_sliding_layers)
+    assert spec.kv_bytes(32768) == ref.kv_bytes(32768)
 
 
 @pytest.mark.parametrize("folder", sorted(CASES))
@@ -190,3 +192,56 @@ def test_moe_layer_freq_other_than_one_is_refused(tmp_path):
     cfg["moe_layer_freq"] = 2
     with pytest.raises(InputError, match="moe_layer_freq"):
         load_config(_write(tmp_path, cfg))
+
+
+# ------------------------------------------------------------------ sliding windows
+def test_sliding_window_from_real_configs():
+    """Mistral-7B-v0.1: sliding_window 4096 on every layer; Gemma 2 9B: 4096 on the 21 even layers
+    of 42 (transformers Gemma2DecoderLayer.is_sliding = not layer_idx % 2); Qwen2.5-7B sets
+    sliding_window 131072 but use_sliding_window false; Mixtral's is null."""
+    got = {f: (s.sliding_window, s.n_sliding_layers)
+           for f in CASES for s in [load_config(str(FIXTURES / f))]}
+    assert got["mistral-7b-v0.1"] == (4096, 32)
+    assert got["gemma-2-9b-it"] == (4096, 21)
+    assert got["qwen2.5-7b"] == (0, 0)
+    assert got["mixtral-8x7b-v0.1"] == (0, 0)
+    assert got["llama-3.1-8b"] == got["deepseek-v3"] == got["gpt2"] == (0, 0)
+
+
+def _mistral(**changes) -> dict:
+    cfg = json.loads((FIXTURES / "mistral-7b-v0.1" / "config.json").read_text())
+    cfg.update(changes)
+    return cfg
+
+
+def test_mistral_v02_has_no_window(tmp_path):
+    """Mistral 7B v0.2 and later set sliding_window null: the cache holds the whole context."""
+    spec = load_config(_write(tmp_path, _mistral(sliding_window=None)))
+    assert spec.sliding_window == 0 and spec.kv_bytes(32768) == 32768 * spec.kv_bytes_per_token()
+
+
+def test_qwen2_window_from_max_window_layers(tmp_path):
+    """transformers Qwen2: layers from max_window_layers on slide, when use_sliding_window is true."""
+    cfg = json.loads((FIXTURES / "qwen2.5-7b" / "config.json").read_text())
+    cfg.update(use_sliding_window=True, sliding_window=4096, max_window_layers=20)
+    spec = load_config(_write(tmp_path, cfg))
+    assert (spec.sliding_window, spec.n_sliding_layers) == (4096, 28 - 20)
+
+
+def test_layer_types_names_each_layer(tmp_path):
+    """Newer configs list each layer's kind; the count of sliding_attention is L_w."""
+    types = ["sliding_attention"] * 5 + ["full_attention"] * 27
+    spec = load_config(_write(tmp_path, _mistral(layer_types=types)))
+    assert (spec.sliding_window, spec.n_sliding_layers) == (4096, 5)
+
+
+@pytest.mark.parametrize("value", ["sliding_attention", ["sliding_attention"] * 3, [1] * 32])
+def test_bad_layer_types_is_named(tmp_path, value):
+    with pytest.raises(InputError, match="'layer_types'"):
+        load_config(_write(tmp_path, _mistral(layer_types=value)))
+
+
+@pytest.mark.parametrize("value", [-4096, 0, "4096", 40.5])
+def test_bad_sliding_window_is_named(tmp_path, value):
+    with pytest.raises(InputError, match="'sliding_window'"):
+        load_config(_write(tmp_path, _mistral(sliding_window=value)))

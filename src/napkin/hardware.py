@@ -63,6 +63,11 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     memory_bytes_per_s: float
     link_bytes_per_s_bidirectional: float | None = None
     link_name: str = ""
+    # GPUs that share the scale-up link (an NVLink/NVSwitch board, an NVL72 rack, a
+    # bridged PCIe pair, a TPU ICI slice). A collective over more ranks leaves it and
+    # runs at the slowest link it crosses (the scale-out NIC, PCIe or DCN).
+    scale_up_domain: int
+    scale_up_source: str = ""
     tdp_watts: float | None = None
     sparsity_factor: float | None = None
     form_factor: str = ""
@@ -99,6 +104,11 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
         if self.link_bytes_per_s_bidirectional is None:
             return None
         return self.link_bytes_per_s_bidirectional / 2
+
+    def __post_init__(self) -> None:
+        if self.scale_up_domain < 1:
+            raise InputError("scale_up_domain", self.scale_up_domain, "must be at least 1",
+                             "1 is a part with no scale-up link (its link is PCIe)")
 
     def sparse_peak(self, prec: str) -> float | None:
         """The datasheet's structured-sparsity figure (never used as a peak)."""

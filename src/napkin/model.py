@@ -4,6 +4,7 @@ Paper symbols, mapped once:
     L  n_layers        d  d_model         h  n_heads        h_kv  n_kv_heads
     d_h head_dim       f  d_ff            V  vocab_size     E  n_experts (routed)
     k  n_active_experts (routed, per token)                 s  n_shared_experts
+    W  sliding_window (tokens)                              L_w n_sliding_layers
 
 The parameter count is computed from the architecture and checked against the
 published count in the tests (0.1% dense, 0.5% MoE total).
@@ -11,9 +12,13 @@ published count in the tests (0.1% dense, 0.5% MoE total).
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import msgspec
 
 from napkin.errors import InputError
+from napkin.formulas import memory as mem
 
 
 class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
@@ -52,6 +57,11 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
     n_shared_experts: int = 0
     d_ff_expert: int = 0
     n_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+    # Sliding-window attention: n_sliding_layers of the n_layers attend to (and cache) only
+    # the last sliding_window tokens (Mistral 7B v0.1: all 32 at 4096; Gemma 2: every other
+    # layer at 4096, the rest global). 0 and 0: every layer caches the whole context.
+    sliding_window: int = 0
+    n_sliding_layers: int = 0
     # provenance
     published_params: float = 0.0
     published_active_params: float = 0.0
@@ -69,6 +79,13 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
                 raise InputError(f, getattr(self, f), "must be a positive integer")
         if self.attention not in ("mha", "gqa", "mqa", "mla"):
             raise InputError("attention", self.attention, "must be one of mha, gqa, mqa, mla")
+        if self.sliding_window < 0 or not 0 <= self.n_sliding_layers <= self.n_layers:
+            raise InputError("n_sliding_layers", self.n_sliding_layers, f"must be between 0 and n_layers ({self.n_layers})",
+                             "give how many layers attend over the sliding window")
+        if (self.sliding_window > 0) != (self.n_sliding_layers > 0):
+            raise InputError("sliding_window", self.sliding_window,
+                             f"and n_sliding_layers ({self.n_sliding_layers}) must be given together",
+                             "a window needs the layers that use it, and the reverse")
         if self.n_kv_heads > self.n_heads:
             raise InputError("n_kv_heads", self.n_kv_heads, f"exceeds n_heads ({self.n_heads})",
                              "key-value heads are at most the query heads")
@@ -170,4 +187,40 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         return 2 * self.n_layers * self.n_kv_heads * self.head_dim
 
     def kv_bytes_per_token(self, bytes_per_value: float = 2.0) -> float:
+        """Bytes one token adds to the cache while every layer still holds it (all layers)."""
         return self.kv_values_per_token() * bytes_per_value
+
+    @property
+    def window_layers_fraction(self) -> float:
+        """L_w / L: the share of layers whose cache stops at the sliding window."""
+        return self.n_sliding_layers / self.n_layers
+
+    @property
+    def window_tokens(self) -> float:
+        """W, or infinity when no layer has a sliding window."""
+        return float(self.sliding_window) if self.sliding_window else math.inf
+
+    def kv_held_tokens(self, context_tokens: Any) -> Any:
+        """Tokens' worth of KV one sequence of ``context_tokens`` holds (capped by the window)."""
+        return mem.kv_held_tokens(context_tokens, window_tokens=self.window_tokens,
+                                  window_layers_fraction=self.window_layers_fraction)
+
+    def kv_bytes(self, context_tokens: Any, bytes_per_value: float = 2.0) -> Any:
+        """KV cache bytes of one sequence holding ``context_tokens`` tokens.
+
+        The one place a context length turns into cache bytes: sliding-window layers stop
+        at their window, so Mistral 7B at 32Ki tokens holds 4,096 tokens' worth, not 32,768.
+        """
+        return mem.kv_sequence_bytes(self.kv_bytes_per_token(bytes_per_value), context_tokens=context_tokens,
+                                     window_tokens=self.window_tokens,
+                                     window_layers_fraction=self.window_layers_fraction)
+
+    def kv_shared_prefix_tokens(self, prefix_tokens: Any, context_tokens: Any) -> Any:
+        """Tokens' worth of a shared cached prefix still held when each sequence is at ``context_tokens``."""
+        return mem.kv_shared_prefix_tokens(prefix_tokens, context_tokens=context_tokens,
+                                           window_tokens=self.window_tokens,
+                                           window_layers_fraction=self.window_layers_fraction)
+
+    def window_caps(self, context_tokens: float) -> bool:
+        """True when some layers' sliding window holds less than ``context_tokens``."""
+        return bool(self.sliding_window) and context_tokens > self.sliding_window

@@ -65,12 +65,151 @@ def test_allreduce_exact(run_cli):
     assert out == (
         "Ring all-reduce\n"
         "  link_bytes_per_s_per_direction  450 GB/s\n"
+        "  scale_up_domain                 8\n"
         "  bytes_per_rank                  246.8 GB\n"
         "  seconds                         548.3 ms\n"
         "assumed: latency = 0 s\n"
         "note: each rank sends bytes_per_rank and receives as many; the volume per rank tends to 2 × buffer "
         "and does not shrink with more ranks\n"
     )
+
+
+def test_allreduce_beyond_the_nvlink_bridge_warns(run_cli):
+    """The A100 PCIe's NVLink bridge joins 2 cards (NVIDIA NVLink page); 8 ranks cross PCIe or the NIC."""
+    out = run_cli("allreduce", "--size", "1GB", "--ranks", "8", "--link", "a100-pcie").stdout
+    assert out == (
+        "Ring all-reduce\n"
+        "  link_bytes_per_s_per_direction  300 GB/s\n"
+        "  scale_up_domain                 2\n"
+        "  bytes_per_rank                  1.75 GB\n"
+        "  seconds                         5.833 ms\n"
+        "warning [beyond-scale-up-domain]: 8 ranks exceed the A100 PCIe 80GB's scale-up domain of 2 GPUs (NVLink "
+        "bridge (2 GPUs), 300 GB/s per direction): a ring over more ranks runs at its slowest link, the scale-out "
+        "NIC or PCIe (one 400 Gb/s NIC per GPU is 50 GB/s each way, 6x below the 300 GB/s used here: "
+        "--link-bandwidth 50GB/s --unidirectional)\n"
+        "assumed: latency = 0 s\n"
+        "note: each rank sends bytes_per_rank and receives as many; the volume per rank tends to 2 × buffer "
+        "and does not shrink with more ranks\n"
+    )
+    beyond = json.loads(run_cli("allreduce", "--size", "1GB", "--ranks", "64", "--link", "h100", "--json").stdout)
+    assert beyond["scale_up_domain"] == 8
+    assert beyond["warnings"][0]["message"].startswith("64 ranks exceed the H100 SXM's scale-up domain of 8 GPUs")
+
+
+def test_memory_training_fit_exact(run_cli):
+    """seed 004: static state is 16 bytes/param, fully sharded; 7B is 112 GB on 8 × 80 GB at 80% usable."""
+    out = run_cli("memory", "--params", "7B", "--training", "--gpu", "h100", "--gpus", "8").stdout
+    assert out == (
+        "Memory\n"
+        "  params                    7B\n"
+        "  weights_bytes             14 GB\n"
+        "  training_static_bytes     112 GB\n"
+        "  training_bytes_per_param  bf16 weights: 2, bf16 gradients: 2, fp32 master weights: 4, Adam m (fp32): 4, "
+        "Adam v (fp32): 4\n"
+        "  min_gpus_for_state        2\n"
+        "  capacity_bytes            640 GB\n"
+        "  usable_bytes              512 GB\n"
+        "  needed_bytes              112 GB\n"
+        "  fits                      yes\n"
+        "  free_bytes                400 GB\n"
+        "assumed: usable = 80%\n"
+        "note: activations are extra: they scale with batch × sequence × hidden × layers\n"
+        "note: fits counts the static training state only, fully sharded over 8 GPUs at 80% usable: activations "
+        "come on top of it\n"
+    )
+    short = json.loads(run_cli("memory", "--params", "70B", "--training", "--gpu", "h100", "--gpus", "8",
+                               "--json").stdout)
+    assert short["fits"] is False and short["short_by_bytes"] == pytest.approx(608e9)
+    assert short["min_gpus_for_state"] == short["gpus_needed"] == 18
+    assert isinstance(short["min_gpus_for_state"], int)
+
+
+def test_memory_sliding_window_exact(run_cli):
+    """Mistral 7B v0.1 (config.json sliding_window 4096, every layer): 32Ki tokens hold 4,096 tokens' KV."""
+    out = run_cli("memory", "--model", "mistral-7b", "--context", "32Ki").stdout
+    assert out == (
+        "Memory: Mistral 7B\n"
+        "  params              7.242B\n"
+        "  weights_bytes       14.48 GB\n"
+        "  kv_bytes_per_token  131.1 kB\n"
+        "  kv_tokens_held      4,096\n"
+        "  kv_total_bytes      536.9 MB\n"
+        "note: sliding window: all layers of Mistral 7B cache only the last 4,096 tokens, so one sequence of 32,768 "
+        "tokens holds 4,096 tokens' worth of KV, 12% of kv_bytes_per_token × 32,768; held(c) = c − (L_w / L) · "
+        "max(c − W, 0) with L_w = 32, L = 32, W = 4,096\n"
+    )
+
+
+def test_mfu_above_one_exact(run_cli):
+    out = run_cli("mfu", "--params", "70B", "--tokens-per-step", "4M", "--step-time", "1s", "--gpus", "1024",
+                  "--gpu", "h100").stdout
+    assert out == (
+        "MFU\n"
+        "  params                 70B\n"
+        "  flops_per_token        420 GFLOP\n"
+        "  model_flops_per_s      1.68 EFLOP/s\n"
+        "  available_flops_per_s  1.013 EFLOP/s\n"
+        "  mfu                    166%\n"
+        "warning [mfu-above-one]: MFU 166% is above 100%: the model's arithmetic (1.68 EFLOP/s) exceeds every FLOP "
+        "the 1,024 GPUs could do at the 989.5 TFLOP/s dense bf16 peak (1.013 EFLOP/s). Likely: the step time is too "
+        "short (time the whole optimiser step, not one micro-batch), tokens per step too large (the global batch, "
+        "counted once), too few GPUs counted (--gpus is every GPU in the job), or the peak too low (the wrong "
+        "precision: an fp8 run against the bf16 peak, or a hand-typed peak)\n"
+        "note: tokens_per_step read as 4M = 4,000,000 (decimal M); if it meant 4Mi = 4,194,304 tokens, MFU would be "
+        "1.739\n"
+        "note: MFU counts model FLOPs only; with activation recomputation the hardware does more (HFU), which must "
+        "not be reported as MFU\n"
+    )
+
+
+def test_model_shows_the_whole_architecture_exact(run_cli):
+    out = run_cli("model", "deepseek-v3").stdout
+    assert out == (
+        "DeepSeek-V3\n"
+        "  name                     DeepSeek-V3\n"
+        "  family                   deepseek\n"
+        "  n_layers                 61\n"
+        "  d_model                  7168\n"
+        "  n_heads                  128\n"
+        "  n_kv_heads               128\n"
+        "  head_dim                 128\n"
+        "  attention                mla\n"
+        "  q_lora_rank              1536\n"
+        "  kv_lora_rank             512\n"
+        "  qk_nope_head_dim         128\n"
+        "  qk_rope_head_dim         64\n"
+        "  v_head_dim               128\n"
+        "  gated_mlp                yes\n"
+        "  n_experts                256\n"
+        "  n_active_experts         8\n"
+        "  n_shared_experts         1\n"
+        "  d_ff_expert              2048\n"
+        "  n_dense_layers           3\n"
+        "  d_ff_dense               18432\n"
+        "  vocab_size               129280\n"
+        "  tied_embeddings          no\n"
+        "  position                 rope\n"
+        "  norm                     rmsnorm\n"
+        "  norms_per_layer          2\n"
+        "  max_context              163840\n"
+        "  params                   671B\n"
+        "  active_params            37.55B\n"
+        "  published_params         671B\n"
+        "  published_active_params  37B\n"
+        "  training_tokens          14.8T\n"
+        "  kv_bytes_per_token       70.27 kB\n"
+        "  source                   https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json\n"
+        "  params_source            DeepSeek-V3 technical report: 671B total, 37B activated (main model, excluding "
+        "the 14B MTP module)\n"
+        "note: d_ff_dense (18,432) is the feed-forward width of the first 3 layers only, which are dense; the other 58 "
+        "route each token to 8 of 256 experts of width d_ff_expert (2,048) plus 1 shared\n"
+        "note: Counted here: 671.03B total, 37.55B active. DeepSeek's README_WEIGHTS gives 36.6B activated, which "
+        "leaves out the 0.93B input embedding (a table look-up, not a matmul); 37.55B less 0.93B is 36.63B. MLA "
+        "caches one 512 + 64 latent per layer per token, shared by all 128 heads.\n"
+    )
+    js = json.loads(run_cli("model", "mistral-7b", "--json").stdout)
+    assert (js["sliding_window"], js["n_sliding_layers"], js["gated_mlp"], js["tied_embeddings"]) == (4096, 32, True,
+                                                                                                     False)
 
 
 def test_explain_shows_the_working(run_cli):
@@ -108,6 +247,13 @@ def test_json_has_derivation_assumptions_warnings(run_cli):
      "NVLink's 900 GB/s) or --unidirectional)\n"),
     (["mfu", "--params", "70B", "--step-time", "2s", "--gpus", "8", "--gpu", "h100"],
      "error: tokens_per_step is required; got nothing (give --tokens-per-step)\n"),
+    (["mfu", "--params", "70B", "--tokens-per-step", "4M", "--step-time", "1e-300s", "--gpus", "1024", "--gpu",
+      "h100"],
+     "error: step_time is too short: the model FLOP/s it implies passes 1.8e308, beyond a float; got 1e-300 s (give "
+     "the measured wall time of one optimiser step, e.g. 2.07s)\n"),
+    (["memory", "--model", "llama-3.1-8b", "--context", "1e300", "--sequences", "1000000"],
+     "error: context is too large: the KV cache would pass 1.8e308 bytes, beyond a float; got 1e300 with 1,000,000 "
+     "sequences (give the tokens one sequence holds and the sequences in flight, e.g. --context 8Ki --sequences 32)\n"),
 ])
 def test_bad_input_is_one_line_exit_1(run_cli, args, message):
     r = run_cli(*args, code=1)

@@ -20,7 +20,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
-from napkin.calculators.basics import kv_step
+from napkin.calculators.basics import kv_held, kv_step
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import cost as costf
@@ -263,18 +263,22 @@ def run_serve(req: ServeRequest) -> Report:
     # ---------------------------------------------------------------- KV cache
     kv_tok = kv_step(r, m, s.b_kv, req.kv_precision)
     ctx_max = req.prompt + req.output
-    kv_seq = r.step("kv_bytes_per_sequence", "kv_bytes_per_token · (prompt + output)", value=kv_tok * ctx_max,
+    held_max, held_expr = kv_held(r, m, ctx_max, "(prompt + output)")  # a sliding window caps the cache
+    kv_seq = r.step("kv_bytes_per_sequence", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held_max,
                     unit="bytes", prompt=(req.prompt, "count"), output=(req.output, "count"))
     prefix = req.cached_prefix
+    shared_held = float(m.kv_shared_prefix_tokens(prefix, ctx_max)) if prefix else 0.0
+    own_held, own_expr = kv_held(r, m, ctx_max - prefix, "(prompt + output − prefix)")
     if prefix:
-        kv_total = r.step("kv_total_bytes", "kv_bytes_per_token · (prefix + batch · (prompt + output − prefix))",
-                          value=kv_tok * (prefix + req.batch * (ctx_max - prefix)), unit="bytes",
+        kv_total = r.step("kv_total_bytes", "kv_bytes_per_token · (" + ("prefix" if shared_held == prefix else
+                                                                      "shared(prefix)") + f" + batch · {own_expr})",
+                          value=kv_tok * (shared_held + req.batch * own_held), unit="bytes",
                           prefix=(prefix, "count"), batch=req.batch)
         r.note("the cached prefix's KV is stored once and shared by every sequence (paged prefix caching); "
                "each sequence still reads it at every step")
     else:
         kv_total = r.step("kv_total_bytes", "kv_bytes_per_sequence · batch",
-                          value=mem.kv_total_bytes(kv_tok, context_tokens=ctx_max, n_sequences=req.batch),
+                          value=mem.kv_total_bytes(kv_tok, context_tokens=held_max, n_sequences=req.batch),
                           unit="bytes", batch=req.batch)
     latent = m.attention == "mla"
     shards = sv.kv_shards(s.tp, n_kv_heads=m.n_kv_heads, latent=latent)
@@ -307,7 +311,7 @@ def run_serve(req: ServeRequest) -> Report:
                     N_draft=(dm.params, "count"))
         draft_w_gpu = dw / s.tp
         d_shards = sv.kv_shards(s.tp, n_kv_heads=dm.n_kv_heads, latent=dm.attention == "mla")
-        draft_kv_seq_gpu = dm.kv_bytes_per_token(s.b_kv) * ctx_max / d_shards
+        draft_kv_seq_gpu = dm.kv_bytes(ctx_max, s.b_kv) / d_shards
         draft_kv_gpu = draft_kv_seq_gpu * req.batch
         if dm.vocab_size != m.vocab_size:
             r.warn("draft-vocab", f"the draft's vocabulary ({dm.vocab_size:,}) differs from the target's "
@@ -328,8 +332,8 @@ def run_serve(req: ServeRequest) -> Report:
         r.step("free_bytes", "(usable − needed) · gpus", value=(cap_gpu - need_gpu) * s.gpus, unit="bytes")
     else:
         r.step("short_by_bytes", "(needed − usable) · gpus", value=(need_gpu - cap_gpu) * s.gpus, unit="bytes")
-    shared_kv_gpu = kv_tok * prefix / (s.pp * shards)
-    per_seq_gpu = kv_tok * (ctx_max - prefix) / (s.pp * shards) + draft_kv_seq_gpu
+    shared_kv_gpu = kv_tok * shared_held / (s.pp * shards)
+    per_seq_gpu = kv_tok * own_held / (s.pp * shards) + draft_kv_seq_gpu
     mb = int(sv.max_batch(cap_gpu, weights_bytes_per_gpu=w_gpu + draft_w_gpu, shared_kv_bytes_per_gpu=shared_kv_gpu,
                           kv_bytes_per_sequence_per_gpu=per_seq_gpu))
     r.step("max_batch", "floor((usable − weights − shared KV) / KV per sequence), per GPU", value=mb, unit="count",
@@ -389,7 +393,8 @@ def run_serve(req: ServeRequest) -> Report:
                  value=float(sv.decode_flops_per_token(n_active, n_layers=m.n_layers, d_attn=d_attn,
                                                        context_tokens=ctx_avg, attention=use_attn)),
                  unit="flops", ctx=(ctx_avg, "count"), note="ctx = prompt + output/2, the mean over the answer")
-    kv_read = kv_tok * ctx_avg
+    held_avg, ctx_expr = kv_held(r, m, ctx_avg, "ctx")
+    kv_read = kv_tok * held_avg
     e, k = (m.n_experts, m.n_active_experts) if m.is_moe else (1.0, 1.0)
     b_micro = float(sv.microbatch(req.batch, pp=s.pp))
     n_micro = req.batch / b_micro
@@ -402,7 +407,7 @@ def run_serve(req: ServeRequest) -> Report:
         if req.batch > 1:
             r.note(f"at batch {req.batch} the tokens pick {(w_read - shared_b) / routed_b:.0%} of the routed experts "
                    f"per layer (uniform routing): a batched MoE step reads far more than its active weights")
-    step_bytes = r.step("decode_step_bytes", "active weights read + batch · kv_bytes_per_token · ctx" +
+    step_bytes = r.step("decode_step_bytes", f"active weights read + batch · kv_bytes_per_token · {ctx_expr}" +
                         (" (per micro-batch)" if s.pp > 1 else ""),
                         value=n_micro * w_read + req.batch * kv_read, unit="bytes",
                         weights_read=(w_read, "bytes"), batch=req.batch, ctx=(ctx_avg, "count"))
@@ -483,7 +488,7 @@ def speculative(r: Report, s: Setup, req: ServeRequest, dm: ModelSpec, parts: di
     d_shards = sv.kv_shards(s.tp, n_kv_heads=dm.n_kv_heads, latent=dm.attention == "mla")
     dm_s, dc_s, dcomm = (float(x) for x in stage_parts(
         ds, req.batch, shared_bytes=d_shared * s.b_w, routed_bytes=d_routed * s.b_w,
-        kv_read_per_seq=dm.kv_bytes_per_token(s.b_kv) * ctx_avg, flops_per_token=d_fpt, shards=d_shards))
+        kv_read_per_seq=dm.kv_bytes(ctx_avg, s.b_kv), flops_per_token=d_fpt, shards=d_shards))
     d_step = r.step("draft_step_s", "max(memory, compute) + comm of one draft step (same GPUs, TP only)",
                     value=max(dm_s, dc_s) + dcomm, unit="seconds")
     vm, vc, vcomm = (float(x) for x in stage_parts(s, req.batch, tokens_per_seq=k + 1.0, **parts))

@@ -7,7 +7,8 @@ Nothing is downloaded; the file is read from disk.
 Families read, by ``model_type``:
 
     llama, mistral, qwen2     dense, gated (SwiGLU) MLP, RMSNorm, RoPE, GQA
-    gemma2                    as above, four norms per layer, tied head, explicit head_dim
+    gemma2                    as above, four norms per layer, tied head, explicit head_dim,
+                              sliding-window (local) and global layers alternating
     mixtral                   routed experts on every layer (num_local_experts, top-k)
     deepseek_v2, deepseek_v3  MLA attention, shared + routed experts, leading dense layers
     gpt2                      learned positions, LayerNorm, biases everywhere, tied head
@@ -22,6 +23,7 @@ HF keys mapped once (paper symbol in brackets, see napkin.model):
     n_shared_experts [s]   moe_intermediate_size   first_k_dense_replace
     q_lora_rank  kv_lora_rank  qk_nope_head_dim  qk_rope_head_dim  v_head_dim
     attention_bias / mlp_bias   max_position_embeddings
+    sliding_window [W]  layer_types / use_sliding_window + max_window_layers (Qwen2) [L_w]
 
 Trap: a Llama-family config without ``num_key_value_heads`` is read as MHA (the
 transformers default). If the checkpoint is really GQA the KV cache comes out
@@ -199,15 +201,43 @@ def _llama_like(r: _Reader, common: dict[str, Any], notes: list[str]) -> dict[st
         notes.append("mlp_bias is true: MLP biases (2·intermediate_size + hidden_size per layer) are not counted.")
     if mt == "gemma2":
         spec["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
-        notes.append("Gemma 2 alternates sliding-window (4096) and global attention layers; "
-                     "KV bytes per token count every layer at full context.")
-    if mt in ("mistral", "mixtral") and r.cfg.get("sliding_window"):
-        notes.append(f"sliding_window {r.cfg['sliding_window']}: the KV cache of one sequence stops "
-                     "growing at that many tokens; KV bytes per token are unaffected.")
+    spec.update(_sliding_window(r, spec["n_layers"]))
     if mt == "mixtral":
         spec.update(n_experts=r.int("num_local_experts"), n_active_experts=r.int("num_experts_per_tok"),
                     d_ff_expert=f)
     return spec
+
+
+def _sliding_window(r: _Reader, n_layers: int) -> dict[str, int]:
+    """sliding_window and n_sliding_layers, as transformers decides which layers slide.
+
+    ``layer_types`` (newer configs) names each layer; without it: Gemma 2 slides the even
+    layers (``Gemma2DecoderLayer.is_sliding = not layer_idx % 2``); Qwen2 slides layers
+    from ``max_window_layers`` on, and only when ``use_sliding_window`` is true (the
+    released Qwen2.5 configs say false); Mistral and Mixtral slide every layer when
+    ``sliding_window`` is set (Mistral 7B v0.1: 4096; v0.2 on and Mixtral: null).
+    """
+    cfg, mt = r.cfg, r.mt
+    if cfg.get("sliding_window") is None:
+        return {}
+    if mt == "qwen2" and not r.bool("use_sliding_window", False):
+        return {}
+    window = r.int("sliding_window")
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers or not all(isinstance(t, str) for t in types):
+            raise InputError(r.field, str(r.path), f"has config.json key 'layer_types' that is not a list of "
+                             f"{n_layers} layer names", f"fix 'layer_types' in {r.path}")
+        n = sum(t == "sliding_attention" for t in types)
+    elif mt == "gemma2":
+        n = (n_layers + 1) // 2
+    elif mt == "qwen2":
+        n = max(n_layers - r.int("max_window_layers", 0, allow_zero=True), 0)
+    elif mt in ("mistral", "mixtral"):
+        n = n_layers
+    else:
+        return {}
+    return {"sliding_window": window, "n_sliding_layers": n} if n else {}
 
 
 def _deepseek(r: _Reader, common: dict[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 # Static training state per parameter, mixed precision with Adam (seed 004):
 TRAINING_BYTES_PER_PARAM = {
@@ -44,6 +45,62 @@ def kv_bytes_per_token_mla(n_layers: float, *, kv_lora_rank: float, qk_rope_head
     return n_layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_value
 
 
+def _maximum(a: Any, b: Any) -> Any:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return max(a, b)
+    import numpy as np
+
+    return np.maximum(a, b)
+
+
+def kv_held_tokens(context_tokens: Any, *, window_tokens: float = math.inf,
+                   window_layers_fraction: float = 0.0) -> Any:
+    """held = c − (L_w / L) · max(c − W, 0)
+
+    Tokens' worth of KV cache (at the all-layer kv_bytes_per_token) that one sequence of c
+    tokens holds when L_w of the L layers attend over a sliding window of W tokens: those
+    layers keep only the last W tokens. No window (W = ∞ or L_w = 0) gives c.
+    Trap: multiplying kv_bytes_per_token by the whole context on a sliding-window model:
+    Mistral 7B v0.1 (all 32 layers, W = 4096) at 32Ki tokens holds 4,096 tokens' worth,
+    8x less; Gemma 2 (every other layer) at 8k holds 6,144, not 8,192.
+    Source: Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), section 2 "Rolling buffer
+    cache"; Gemma Team 2024, Gemma 2 (arXiv:2408.00118), section 2 (local 4096 / global
+    layers alternate); transformers Gemma2DecoderLayer (even layers slide).
+    """
+    return context_tokens - window_layers_fraction * _maximum(context_tokens - window_tokens, 0.0)
+
+
+def kv_sequence_bytes(kv_bytes_per_token: float, *, context_tokens: Any, window_tokens: float = math.inf,
+                      window_layers_fraction: float = 0.0) -> Any:
+    """kv_bytes = kv_bytes_per_token · (c − (L_w / L) · max(c − W, 0))
+
+    One sequence's KV cache at c tokens of context; every caller that turns a context length
+    into cache bytes (memory, serve, plan serve, journey) goes through here.
+    Trap: kv_bytes_per_token · c on a sliding-window model overstates the cache (see
+    kv_held_tokens); on a model without one, this is exactly kv_bytes_per_token · c.
+    Source: seed 004 ("kv_total = kv_bytes_per_token × context × concurrent_sequences") with
+    the window cap of kv_held_tokens.
+    """
+    return kv_bytes_per_token * kv_held_tokens(context_tokens, window_tokens=window_tokens,
+                                               window_layers_fraction=window_layers_fraction)
+
+
+def kv_shared_prefix_tokens(prefix_tokens: Any, *, context_tokens: Any, window_tokens: float = math.inf,
+                            window_layers_fraction: float = 0.0) -> Any:
+    """shared = p − (L_w / L) · max(p − max(W − (c − p), 0), 0)
+
+    Tokens' worth of a cached prompt prefix of p tokens that a sequence at c tokens still
+    reads, stored once for every sequence: full-attention layers keep all p; a sliding
+    window of W keeps only the part of the prefix within the last W tokens. Each sequence's
+    own tokens are kv_held_tokens(c − p).
+    Trap: counting the shared prefix once per sequence (it is stored once), or in full on
+    the window layers (once c − p ≥ W it has slid out of them).
+    Source: follows from kv_held_tokens; prefix sharing as in vLLM's automatic prefix caching.
+    """
+    in_window = _maximum(window_tokens - (context_tokens - prefix_tokens), 0.0)
+    return prefix_tokens - window_layers_fraction * _maximum(prefix_tokens - in_window, 0.0)
+
+
 def kv_total_bytes(kv_bytes_per_token: float, *, context_tokens: float, n_sequences: float) -> float:
     """kv_total = kv_bytes_per_token · context · sequences
 
@@ -66,7 +123,9 @@ def training_static_bytes(n_params: float, *, bytes_per_param: float = 16.0) -> 
 def min_gpus_for_state(static_bytes: float, *, memory_bytes: float, usable: float) -> float:
     """n = ceil(static_bytes / (memory_bytes · usable)), fully sharded
 
-    Trap: activations are extra; this is a floor before a single activation.
+    Trap: activations are extra; this is a floor before a single activation. Returned as a
+    float (infinity when the memory is too small to count GPUs); callers take int() of it.
     Source: seed 004 (1.12 TB on 80 GB cards at 80% usable: 18 GPUs).
     """
-    return float(math.ceil(static_bytes / (memory_bytes * usable) - 1e-9))
+    ratio = static_bytes / memory_bytes / usable  # two divisions: a tiny memory · usable gives inf, never 0
+    return float(math.ceil(ratio - 1e-9)) if math.isfinite(ratio) else ratio

@@ -19,6 +19,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators.basics import kv_window_note
 from napkin.calculators.serve import (
     DEFAULT_ALLREDUCE_LATENCY_S, DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_MFU, Setup, catalog_gpu_hour,
     compute_precision_for, d_attn_of, moe_split, stage_parts,
@@ -132,7 +133,9 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         prefix = min(req.cached_prefix, req.prompt - 1)
         W = m.params * H["b_w"]
         w_gpu = W / n
-        kv_gpu = kv_tok * (prefix + B * (ctx_max - prefix)) / (pp * shards)
+        # one sequence's own tokens and the shared prefix, each capped by a sliding window if the model has one
+        kv_gpu = kv_tok * (m.kv_shared_prefix_tokens(prefix, ctx_max) + B * m.kv_held_tokens(ctx_max - prefix)) / (
+            pp * shards)
         cap = H["mem"] * req.usable
         fits = w_gpu + kv_gpu <= cap
         # prefill (TP shortens it; pipeline stages take turns)
@@ -152,7 +155,8 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         s = Setup(m, None, n, t, pp, "", "", H["b_w"], b_kv, H["peak"], H["bw"], H["link"], req.mfu,  # type: ignore[arg-type]
                   req.bandwidth_efficiency, req.allreduce_latency)
         mem_s, comp_s, comm_s = stage_parts(s, B, shared_bytes=shared_p * H["b_w"], routed_bytes=routed_p * H["b_w"],
-                                            kv_read_per_seq=kv_tok * ctx_avg, flops_per_token=fpt, shards=shards)
+                                            kv_read_per_seq=kv_tok * m.kv_held_tokens(ctx_avg), flops_per_token=fpt,
+                                            shards=shards)
         tpot = pp * (np.maximum(mem_s, comp_s) + comm_s)
         tps = B / tpot
         lam_max = sv.replica_request_rate(B, output_tokens=req.output, tpot_s=tpot, prefill_s=ttft)
@@ -248,6 +252,7 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
         raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({req.prompt:g} tokens)")
     g = evaluate(req, r)
     a, hw, m = g["arrays"], g["hardware"], g["model"]
+    kv_window_note(r, m, req.prompt + req.output)  # KV bytes above are capped by any sliding window
     r.title = f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {req.ttft * 1e3:g} ms, TPOT <= {req.tpot * 1e3:g} ms"
     r.set("model", m.name)
     r.set("configurations", g["configurations"], "count")
