@@ -78,7 +78,7 @@ def test_cost_7b_2t_sensitivity_mfu_cli(ex, run_cli):
                              "experiments=0.6,lost=0.15,eval=0.05,idle=0.2", "--fixed-usd", "60k",
                              "--vary", "mfu=0.3,0.4,0.5", "--json").stdout)
     rows = out["vary"]["rows"]
-    assert [row["mfu"] for row in rows] == ["0.3", "0.4", "0.5"]
+    assert [row["mfu"] for row in rows] == [0.3, 0.4, 0.5]
     got = [row["usd_per_million_tokens"]["loaded"] for row in rows]
     assert got == approx(ex.expected["loaded_usd_per_million_tokens"], ex.rel_tol)
 
