@@ -94,6 +94,8 @@ def test_api_lists_every_built_calculator_with_fields_units_and_bounds(client):
     usable = next(f for f in memory["fields"] if f["name"] == "usable")
     assert usable["bounds"] == {"gt": 0, "le": 1} and usable["default"] == 0.8
     assert memory["example"] == EXAMPLES["memory"]
+    for calc in body["calculators"]:  # every tab says what it establishes and what still needs measuring
+        assert calc["establishes"] and calc["needs_measuring"], calc["name"]
     assert "h100-sxm" in body["catalog"]["gpus"] and "llama-3.1-70b" in body["catalog"]["models"]
     assert body["limits"]["json_bytes"] == web.MAX_JSON_BYTES
 

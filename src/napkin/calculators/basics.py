@@ -221,7 +221,11 @@ def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
 
 
 MODEL = Calculator("model", ModelRequest, run_model, "Model",
-                   "Architecture, parameters (total and active) and KV bytes per token of a model.")
+                   "Architecture, parameters (total and active) and KV bytes per token of a model.",
+                   establishes="parameter counts (total, and active per token for MoE) and KV bytes per token, "
+                               "from the architecture alone, checked against the published count",
+                   needs_measuring="nothing for the arithmetic; a checkpoint's real tensor sizes if its config "
+                                   "differs from the published architecture")
 
 
 # ----------------------------------------------------------------------------------- memory
