@@ -33,14 +33,19 @@ EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
 def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = None,
           lt: float | None = None, le: float | None = None, choices: tuple[str, ...] = (),
           positional: bool = False, cli: str | None = None, example: str | None = None,
-          hidden: bool = False) -> msgspec.Meta:
-    """Metadata for a request field: its unit kind, help text and bounds."""
+          hidden: bool = False, aliases: tuple[str, ...] = ()) -> msgspec.Meta:
+    """Metadata for a request field: its unit kind, help text and bounds.
+
+    ``aliases`` are other names the field answers to (an older spelling, or the name
+    another command uses for the same input): raw keys and config files may use them.
+    """
     if kind not in units.KINDS and kind not in EXTRA_KINDS:
         raise ValueError(f"unknown field kind {kind!r}")
     if kind == "fraction" and gt is None and ge is None and le is None and lt is None:
         gt, le = 0.0, 1.0
     extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
-             "positional": positional, "cli": cli, "example": example, "hidden": hidden}
+             "positional": positional, "cli": cli, "example": example, "hidden": hidden,
+             "aliases": list(aliases)}
     keep = {k: v for k, v in extra.items() if v is not None and v is not False and v != []}
     return msgspec.Meta(description=doc, extra=keep)
 
@@ -57,6 +62,11 @@ class FieldInfo(typing.NamedTuple):
     @property
     def option(self) -> str:
         return self.meta.get("cli") or "--" + self.name.replace("_", "-")
+
+    @property
+    def alias_options(self) -> list[str]:
+        """The flags of the field's aliases (``--checkpoint`` for alias ``checkpoint``)."""
+        return ["--" + a.replace("_", "-") for a in self.meta.get("aliases", [])]
 
     def to_dict(self) -> dict:
         bounds = {k: self.meta[k] for k in ("gt", "ge", "lt", "le") if k in self.meta}
@@ -250,6 +260,9 @@ def field_name(infos: dict[str, FieldInfo], key: str, value: Any = None, *, see:
     """The field a raw key names (``tokens-per-step`` -> ``tokens_per_step``); InputError if none."""
     name = key.replace("-", "_").lstrip("_")
     if name not in infos:
+        for info in infos.values():
+            if name in info.meta.get("aliases", ()):
+                return info.name
         from napkin.errors import closest
 
         near = closest(name, list(infos))
@@ -266,12 +279,16 @@ def parse_request(cls: type, raw: dict[str, Any]) -> Any:
     """
     infos = {f.name: f for f in fields(cls)}
     values: dict[str, Any] = {}
+    keys: dict[str, str] = {}
     for key, val in raw.items():
         name = field_name(infos, key, val)
         if val is None or (isinstance(val, str) and val.strip() == "" and infos[name].kind != "bool"):
             continue
         if isinstance(val, (list, tuple)) and len(val) == 0:
             continue
+        if name in values:  # the field and one of its aliases
+            raise InputError(name, val, f"is given twice (as {keys[name]} and as {key})", "give it once")
+        keys[name] = key
         values[name] = parse_value(infos[name], val)
     for info in infos.values():
         if info.required and info.name not in values:
