@@ -186,22 +186,29 @@ def test_too_few_gpus_for_the_state_is_warned():
 FAILURES = {"mtbf_per_gpu": f"{50_000}h", "checkpoint_time": "60s", "restart_time": "10min"}
 
 
+def _daly(m: float, delta: float = 60.0, restart: float = 600.0, tau: float | None = None) -> tuple[float, float]:
+    """Daly 2006 by hand: (τ*, goodput at τ) for Poisson failures every m seconds."""
+    if tau is None:
+        x = delta / (2 * m)
+        tau = math.sqrt(2 * delta * m) * (1 + math.sqrt(x) / 3 + x / 9) - delta
+    return tau, tau * math.exp(-restart / m) / (m * math.expm1((tau + delta) / m))
+
+
 def test_goodput_auto_from_failure_rates():
     r = calculate("train", {"params": "70B", "tokens": "15T", "gpus": 16384, "goodput": "auto", "price": "2.5",
                             **FAILURES})
     m = 50_000 * HOUR / 16384  # the cluster is interrupted every ~3 hours
-    tau = math.sqrt(2 * 60 * m)  # Young-Daly
-    expect = 1 - (60 / tau + (tau / 2 + 600) / m)
+    tau, expect = _daly(m)
     assert r["cluster_mtbf_s"] == pytest.approx(m)
     assert r["checkpoint_interval_s"] == pytest.approx(tau)
     assert r["goodput"] == pytest.approx(expect)
-    assert 0.8 < r["goodput"] < 0.86
+    assert 0.84 < r["goodput"] < 0.86
 
 
 def test_goodput_auto_with_a_given_interval():
     r = calculate("train", {**PRICED, "gpus": 1024, "goodput": "auto", "checkpoint_interval": "30min", **FAILURES})
     m = 50_000 * HOUR / 1024
-    assert r["goodput"] == pytest.approx(1 - (60 / 1800 + (900 + 600) / m))
+    assert r["goodput"] == pytest.approx(_daly(m, tau=1800.0)[1])
 
 
 def test_goodput_auto_with_a_deadline_finds_a_consistent_cluster():
@@ -209,17 +216,21 @@ def test_goodput_auto_with_a_deadline_finds_a_consistent_cluster():
                             **FAILURES})
     n = r["gpus_needed"]
     # the goodput is the one of the cluster found, and that cluster meets the deadline
-    m = 50_000 * HOUR / n
-    tau = math.sqrt(2 * 60 * m)
-    assert r["goodput"] == pytest.approx(1 - (60 / tau + (tau / 2 + 600) / m))
+    assert r["goodput"] == pytest.approx(_daly(50_000 * HOUR / n)[1])
     assert r["wall_s"] <= 60 * DAY
 
 
 def test_goodput_auto_needs_the_failure_model_and_a_cluster():
-    with pytest.raises(InputError, match="give --mtbf-per-gpu, --checkpoint-time, --restart-time"):
+    with pytest.raises(InputError, match="give an interruption rate .*--checkpoint-time, --restart-time"):
         train(goodput="auto", gpus=8)
     with pytest.raises(InputError, match="needs the cluster size"):
         train(goodput="auto", **FAILURES)
+
+
+def test_failure_model_without_goodput_auto_is_not_silently_dropped():
+    r = calculate("train", {**PRICED, "gpus": 1024, **FAILURES})
+    assert "failure-model-unused" in codes(r)
+    assert r["goodput"] == 0.90
 
 
 @pytest.mark.parametrize("bad,fix", [("0", None), ("90", "did you mean 0.90?"), ("1.5", None)])

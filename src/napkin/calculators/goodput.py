@@ -2,13 +2,15 @@
 
 From an interruption rate (per GPU, per cluster, or a count over a period), the time to
 write a checkpoint and the time to restart: the cluster's MTBF, the checkpoint interval
-that loses least (Young/Daly, sqrt(2·δ·M)), the goodput there and at your own
-interval, and how goodput falls as the cluster grows.
+that loses least (Young's sqrt(2·δ·M), refined by Daly 2006), the goodput there and at
+your own interval under Daly's exact model for random failures, and how goodput falls as
+the cluster grows. ``napkin train --goodput auto`` takes the same flags and uses the same
+derivation (:func:`per_gpu_mtbf`, :func:`failure_goodput`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -17,67 +19,152 @@ from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import reliability as rel
 from napkin.request import field
-from napkin.units import DAY, HOUR
+from napkin.units import DAY, HOUR, MINUTE
 
 S = msgspec.Struct
 
-# first-order terms stop being small beside M past this (τ* + R)/M: warn
-FIRST_ORDER_LIMIT = 0.3
 SCALE_FACTORS = (1 / 64, 1 / 16, 1 / 4, 1, 4, 16)
+# the first-order figure is worth showing beside the exact one once they differ by this much
+FIRST_ORDER_SHOWN = 0.01
+
+# The failure-model inputs, spelled the same in `napkin goodput` and `napkin train --goodput auto`.
+# (name, kind, doc, bounds, aliases): the aliases are goodput's first spellings.
+DOCS = {
+    "checkpoint_time": "time the job pauses to write one checkpoint (δ)",
+    "restart_time": "time from an interruption to training again (R): detect, replace, reload",
+    "checkpoint_interval": "work between checkpoints, τ (default: the interval that loses least, Daly 2006)",
+    "mtbf_per_gpu": "mean time between interruptions per GPU (e.g. 50000h)",
+    "cluster_mtbf": "mean time between interruptions of the job, seen on --observed-gpus (e.g. 3h)",
+    "interruptions": "interruptions counted over --period on --observed-gpus (e.g. 419)",
+    "period": "the span the interruptions were counted over (e.g. 54d)",
+    "observed_gpus": "GPUs of the cluster a --cluster-mtbf or --interruptions was seen on (default --gpus)",
+}
+ALIASES = {"checkpoint_time": ("checkpoint",), "restart_time": ("restart",), "checkpoint_interval": ("interval",)}
+RATE_FLAGS = "--mtbf-per-gpu 50000h, --cluster-mtbf 3h, or --interruptions 419 --period 54d"
 
 
 class GoodputRequest(S, kw_only=True, forbid_unknown_fields=True):
     gpus: Annotated[int, field("int", "GPUs in the job (a synchronous job stops when any one fails)", gt=0)]
-    checkpoint: Annotated[float, field("seconds", "time the job pauses to write one checkpoint (δ)", gt=0)]
-    restart: Annotated[float, field("seconds", "time from an interruption to training again (R): detect, "
-                                    "replace, reload", ge=0)]
-    mtbf_per_gpu: Annotated[float | None, field("seconds", "mean time between interruptions per GPU "
-                                                "(e.g. 50000h)", gt=0)] = None
-    cluster_mtbf: Annotated[float | None, field("seconds", "mean time between interruptions of the whole job "
-                                                "(e.g. 3h)", gt=0)] = None
-    interruptions: Annotated[int | None, field("int", "interruptions counted over --period (e.g. 419)", gt=0)] = None
-    period: Annotated[float | None, field("seconds", "the span the interruptions were counted over (e.g. 54d)",
-                                          gt=0)] = None
-    observed_gpus: Annotated[int | None, field("int", "GPUs of the cluster the count was observed on "
-                                               "(default --gpus)", gt=0)] = None
-    interval: Annotated[float | None, field("seconds", "your checkpoint interval, to compare (e.g. 30min)",
-                                            gt=0)] = None
+    checkpoint_time: Annotated[float, field("seconds", DOCS["checkpoint_time"], gt=0,
+                                            aliases=ALIASES["checkpoint_time"])]
+    restart_time: Annotated[float, field("seconds", DOCS["restart_time"], ge=0, aliases=ALIASES["restart_time"])]
+    mtbf_per_gpu: Annotated[float | None, field("seconds", DOCS["mtbf_per_gpu"], gt=0)] = None
+    cluster_mtbf: Annotated[float | None, field("seconds", DOCS["cluster_mtbf"], gt=0)] = None
+    interruptions: Annotated[int | None, field("int", DOCS["interruptions"], gt=0)] = None
+    period: Annotated[float | None, field("seconds", DOCS["period"], gt=0)] = None
+    observed_gpus: Annotated[int | None, field("int", DOCS["observed_gpus"], gt=0)] = None
+    checkpoint_interval: Annotated[float | None, field("seconds", "your checkpoint interval, to compare (e.g. 30min)",
+                                                       gt=0, aliases=ALIASES["checkpoint_interval"])] = None
     sizes: Annotated[list[int], field("int", "cluster sizes for the goodput-vs-size series "
                                       "(default 1/64x to 16x --gpus)", gt=0)] = []
 
 
-def _per_gpu_mtbf(r: Report, req: GoodputRequest) -> float:
-    """MTBF per GPU from whichever rate was given; exactly one must be."""
+# ------------------------------------------------------------------- shared with napkin train
+def failure_model_given(req: Any) -> bool:
+    """Whether any failure-model input is set (train: they need --goodput auto)."""
+    return any(getattr(req, k, None) is not None for k in DOCS)
+
+
+def per_gpu_mtbf(r: Report | None, req: Any, *, n_gpus: float | None) -> float:
+    """MTBF per GPU from whichever rate was given (exactly one must be), with its working.
+
+    A cluster rate (--cluster-mtbf, or --interruptions over --period) was seen on
+    --observed-gpus, by default the job's own ``n_gpus``; None when the job's size is not
+    known yet (train --deadline), which then needs --observed-gpus.
+    """
     given = [n for n, v in (("mtbf_per_gpu", req.mtbf_per_gpu), ("cluster_mtbf", req.cluster_mtbf),
                             ("interruptions", req.interruptions)) if v is not None]
+    if req.period is not None and req.interruptions is None:
+        raise InputError("interruptions", "nothing", "is required with --period", "give --interruptions 419")
     if not given:
-        raise InputError("mtbf_per_gpu", "nothing", "is required: give one interruption rate",
-                         "--mtbf-per-gpu 50000h, --cluster-mtbf 3h, or --interruptions 419 --period 54d")
+        raise InputError("mtbf_per_gpu", "nothing", "is required: give one interruption rate", RATE_FLAGS)
     if len(given) > 1:
         raise InputError(given[1], "both", f"conflicts with --{given[0].replace('_', '-')}",
                          "give one interruption rate")
-    if (req.interruptions is None) != (req.period is None):
+    if req.interruptions is not None and req.period is None:
         raise InputError("period", "nothing", "is required with --interruptions", "give --period 54d")
-    if req.observed_gpus is not None and req.interruptions is None:
-        raise InputError("observed_gpus", req.observed_gpus, "needs --interruptions and --period",
-                         "it is the cluster size the count was observed on")
+    if req.observed_gpus is not None and req.mtbf_per_gpu is not None:
+        raise InputError("observed_gpus", req.observed_gpus, "needs --interruptions and --period, or "
+                         "--cluster-mtbf", "it is the cluster size a cluster rate was observed on")
     if req.mtbf_per_gpu is not None:
-        return r.set("mtbf_per_gpu_s", req.mtbf_per_gpu, "seconds")
+        if r is not None:
+            r.set("mtbf_per_gpu_s", req.mtbf_per_gpu, "seconds")
+        return req.mtbf_per_gpu
+    observed = req.observed_gpus or n_gpus
+    if observed is None:
+        raise InputError("observed_gpus", "nothing", f"is required with --{given[0].replace('_', '-')} when the "
+                         "job's size is not given", "give --observed-gpus 16384, the cluster the rate was seen on")
     if req.cluster_mtbf is not None:
-        r.set("observed_mtbf_s", req.cluster_mtbf, "seconds")
-        return r.step("mtbf_per_gpu_s", "cluster_mtbf · gpus",
-                      value=rel.mtbf_per_gpu_s(req.cluster_mtbf, n_gpus=req.gpus), unit="seconds",
-                      cluster_mtbf=(req.cluster_mtbf, "seconds"), gpus=req.gpus,
-                      note=f"{req.cluster_mtbf * req.gpus / HOUR:,.0f} h")
-    observed = req.observed_gpus or req.gpus
-    m_obs = r.step("observed_mtbf_s", "period / interruptions",
-                   value=rel.mtbf_from_count_s(req.period, n_interruptions=req.interruptions), unit="seconds",
+        m_obs = req.cluster_mtbf
+        if r is not None:
+            r.set("observed_mtbf_s", m_obs, "seconds")
+    else:
+        m_obs = rel.mtbf_from_count_s(req.period, n_interruptions=req.interruptions)
+        if r is not None:
+            r.step("observed_mtbf_s", "period / interruptions", value=m_obs, unit="seconds",
                    period=(req.period, "seconds"), interruptions=req.interruptions)
-    return r.step("mtbf_per_gpu_s", "observed_mtbf · observed_gpus",
-                  value=rel.mtbf_per_gpu_s(m_obs, n_gpus=observed), unit="seconds", observed_gpus=observed,
-                  note=f"{m_obs * observed / HOUR:,.0f} h")
+    per_gpu = rel.mtbf_per_gpu_s(m_obs, n_gpus=observed)
+    if r is not None:
+        r.step("mtbf_per_gpu_s", "observed_mtbf · observed_gpus", value=per_gpu, unit="seconds",
+               observed_mtbf=(m_obs, "seconds"), observed_gpus=int(observed), note=f"{per_gpu / HOUR:,.0f} h")
+    return per_gpu
 
 
+def failure_goodput(checkpoint_s: float, *, restart_s: float, mtbf_s: float,
+                    interval_s: float | None = None) -> tuple[float, float]:
+    """(τ, goodput): at the given interval, else at Daly's best one; Daly's exact model."""
+    tau = interval_s if interval_s is not None else rel.daly_interval_s(checkpoint_s, mtbf_s=mtbf_s)
+    return tau, rel.goodput_at_interval(tau, checkpoint_s=checkpoint_s, restart_s=restart_s, mtbf_s=mtbf_s)
+
+
+def warn_frequent_failures(r: Report, *, tau: float, checkpoint_s: float, restart_s: float, mtbf_s: float,
+                           goodput: float) -> None:
+    """Warn when an interruption comes, on average, before one interval, its write and a restart."""
+    cycle = tau + checkpoint_s + restart_s
+    if mtbf_s < cycle:
+        r.warn("frequent-failures",
+               f"an interruption comes every {_human(mtbf_s)} on average, sooner than one checkpoint interval, "
+               f"its write and a restart take ({_human(cycle)}): failures arrive faster than the job can make "
+               f"progress between them, and goodput is {goodput:.1%}; checkpoint and restart faster, or run "
+               "fewer GPUs")
+
+
+def first_order_note(r: Report, *, checkpoint_s: float, restart_s: float, mtbf_s: float, goodput: float) -> None:
+    """Say what Young's first-order model gives when it differs from the exact figure."""
+    tau_y = rel.young_daly_interval_s(checkpoint_s, mtbf_s=mtbf_s)
+    g1 = rel.goodput_first_order(tau_y, checkpoint_s=checkpoint_s, restart_s=restart_s, mtbf_s=mtbf_s)
+    if abs(g1 - goodput) >= FIRST_ORDER_SHOWN:
+        r.note(f"Young's first-order 1 − (δ/τ + (τ/2 + R)/M) gives {g1:.1%} here (at τ = sqrt(2δM)); it holds only "
+               f"while τ + δ + R is small beside M (here {(tau_y + checkpoint_s + restart_s) / mtbf_s:.0%} of it), "
+               "and this goodput uses Daly's exact expression instead")
+
+
+def _human(seconds: float) -> str:
+    from napkin.units import format as fmt
+
+    return fmt(seconds, "seconds")
+
+
+def _flag_time(seconds: float) -> str:
+    """A duration as a flag value without spaces: 54d, 10min, 60s."""
+    for unit, size in (("d", DAY), ("h", HOUR), ("min", MINUTE)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def rate_flags(req: Any, per_gpu: float) -> str:
+    """The interruption rate as it was given, as flags for `napkin train --goodput auto`."""
+    if req.interruptions is not None:
+        out = f"--interruptions {req.interruptions} --period {_flag_time(req.period)}"
+    elif req.cluster_mtbf is not None:
+        out = f"--cluster-mtbf {_flag_time(req.cluster_mtbf)}"
+    else:
+        return f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h"
+    return out + f" --observed-gpus {req.observed_gpus or req.gpus}"
+
+
+# --------------------------------------------------------------------------------- goodput
 def _sizes(req: GoodputRequest) -> list[int]:
     if req.sizes:
         return sorted(set(req.sizes) | {req.gpus})
@@ -87,45 +174,43 @@ def _sizes(req: GoodputRequest) -> list[int]:
 def run_goodput(req: GoodputRequest) -> Report:
     r = Report(f"Goodput: {req.gpus:,} GPU{'s' if req.gpus != 1 else ''}", command="goodput")
     r.set("gpus", req.gpus, "count")
-    per_gpu = _per_gpu_mtbf(r, req)
-    delta, restart = req.checkpoint, req.restart
-    r.assume("checkpoint_s", delta, "time to write one checkpoint; measure it on the real job",
+    per_gpu = per_gpu_mtbf(r, req, n_gpus=req.gpus)
+    delta, restart = req.checkpoint_time, req.restart_time
+    r.assume("checkpoint_time_s", delta, "time to write one checkpoint; measure it on the real job",
              unit="seconds", basis="given")
-    r.assume("restart_s", restart, "time from an interruption to training again; measure it",
+    r.assume("restart_time_s", restart, "time from an interruption to training again; measure it",
              unit="seconds", basis="given")
     m = r.step("mtbf_s", "mtbf_per_gpu / gpus  (independent failures add their rates)",
                value=rel.cluster_mtbf_s(per_gpu, n_gpus=req.gpus), unit="seconds",
                mtbf_per_gpu=(per_gpu, "seconds"), gpus=req.gpus)
     r.step("interruptions_per_day", "1 day / mtbf", value=DAY / m, unit="number")
-    tau = r.step("young_daly_interval_s", "sqrt(2 · δ · M)", value=rel.young_daly_interval_s(delta, mtbf_s=m),
-                 unit="seconds", δ=(delta, "seconds"), M=(m, "seconds"))
-    g_opt = r.step("goodput", "1 − (δ/τ + (τ/2 + R)/M), at τ = young_daly_interval",
+    r.step("young_daly_interval_s", "sqrt(2 · δ · M)  (Young 1974, first order)",
+           value=rel.young_daly_interval_s(delta, mtbf_s=m), unit="seconds", δ=(delta, "seconds"),
+           M=(m, "seconds"))
+    tau = r.step("optimal_interval_s", "sqrt(2δM) · [1 + ⅓·sqrt(δ/2M) + (δ/2M)/9] − δ  (Daly 2006)",
+                 value=rel.daly_interval_s(delta, mtbf_s=m), unit="seconds", δ=(delta, "seconds"), M=(m, "seconds"))
+    g_opt = r.step("goodput", "τ / (M · e^(R/M) · (e^((τ+δ)/M) − 1)), at τ = optimal_interval  (Daly 2006)",
                    value=rel.goodput_at_interval(tau, checkpoint_s=delta, restart_s=restart, mtbf_s=m),
-                   unit="fraction", δ=(delta, "seconds"), τ=(tau, "seconds"), R=(restart, "seconds"),
+                   unit="fraction", τ=(tau, "seconds"), δ=(delta, "seconds"), R=(restart, "seconds"),
                    M=(m, "seconds"))
-    r.set("lost_fraction", {"checkpoint_writes": delta / tau, "rework": tau / 2 / m, "restarts": restart / m},
-          "fraction")
-    if req.interval is not None:
-        r.set("interval_s", req.interval, "seconds")
-        g_user = r.step("goodput_at_interval", "1 − (δ/τ + (τ/2 + R)/M), at your τ",
-                        value=rel.goodput_at_interval(req.interval, checkpoint_s=delta, restart_s=restart, mtbf_s=m),
-                        unit="fraction", τ=(req.interval, "seconds"))
+    r.set("lost_fraction", rel.lost_fractions(tau, checkpoint_s=delta, restart_s=restart, mtbf_s=m), "fraction")
+    if req.checkpoint_interval is not None:
+        r.set("checkpoint_interval_s", req.checkpoint_interval, "seconds")
+        g_user = r.step("goodput_at_interval", "τ / (M · e^(R/M) · (e^((τ+δ)/M) − 1)), at your τ",
+                        value=rel.goodput_at_interval(req.checkpoint_interval, checkpoint_s=delta,
+                                                      restart_s=restart, mtbf_s=m),
+                        unit="fraction", τ=(req.checkpoint_interval, "seconds"))
         r.step("goodput_gain", "goodput − goodput_at_interval", value=g_opt - g_user, unit="fraction")
     sizes = _sizes(req)
     r.set("cluster_gpus", sizes, "count")
-    r.set("goodput_by_cluster", [rel.goodput_at_interval(
-        rel.young_daly_interval_s(delta, mtbf_s=rel.cluster_mtbf_s(per_gpu, n_gpus=n)),
-        checkpoint_s=delta, restart_s=restart, mtbf_s=rel.cluster_mtbf_s(per_gpu, n_gpus=n)) for n in sizes],
+    r.set("goodput_by_cluster", [rel.optimal_goodput(delta, restart_s=restart,
+                                                     mtbf_s=rel.cluster_mtbf_s(per_gpu, n_gpus=n)) for n in sizes],
           "fraction")
-    r.note("goodput_by_cluster: goodput at each size's own Young/Daly interval, same per-GPU failure rate")
-    if (tau + restart) / m > FIRST_ORDER_LIMIT:
-        r.warn("first-order", f"τ + R is {(tau + restart) / m:.0%} of the MTBF: the first-order model is "
-                              "optimistic here; expect less goodput, or checkpoint faster")
-    if g_opt <= 0:
-        r.warn("no-progress", "the job restarts faster than it can make progress at this MTBF")
-    if g_opt > 0:
-        r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
-               f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h --checkpoint-time {delta:g}s --restart-time {restart:g}s")
+    r.note("goodput_by_cluster: goodput at each size's own optimal interval, same per-GPU failure rate")
+    first_order_note(r, checkpoint_s=delta, restart_s=restart, mtbf_s=m, goodput=g_opt)
+    warn_frequent_failures(r, tau=tau, checkpoint_s=delta, restart_s=restart, mtbf_s=m, goodput=g_opt)
+    r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
+           f"{rate_flags(req, per_gpu)} --checkpoint-time {_flag_time(delta)} --restart-time {_flag_time(restart)}")
     return r
 
 

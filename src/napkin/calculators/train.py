@@ -21,6 +21,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators import goodput as GP
 from napkin.calculators.basics import model_or_none, peak_of, resolve_params
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -59,8 +60,9 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     max_gpus: Annotated[int, field("int", "largest cluster a --deadline may ask for", gt=0)] = DEFAULT_MAX_GPUS
     mfu: Annotated[float | None, field("fraction", "model FLOPs utilisation (default 0.40, assumed)")] = None
     goodput: Annotated[str | None, field("text", "fraction of paid time making progress (default 0.90, assumed), "
-                                                 "or 'auto' from --mtbf-per-gpu, --checkpoint-time, "
-                                                 "--restart-time")] = None
+                                                 "or 'auto' from an interruption rate (--mtbf-per-gpu, --cluster-mtbf "
+                                                 "or --interruptions/--period), --checkpoint-time and "
+                                                 "--restart-time, as `napkin goodput` takes them")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
@@ -78,14 +80,18 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     usable: Annotated[float, field("fraction", "fraction of GPU memory usable for training state")] = 0.8
     calibration: Annotated[str | None, field("path", "calibration file from `napkin measure` "
                                                      "(its training MFU)")] = None
-    mtbf_per_gpu: Annotated[float | None, field("seconds", "mean time between failures of one GPU (goodput auto)",
-                                                gt=0)] = None
-    checkpoint_time: Annotated[float | None, field("seconds", "time to write one checkpoint (goodput auto)",
-                                                   ge=0)] = None
-    restart_time: Annotated[float | None, field("seconds", "time to restart after a failure (goodput auto)",
-                                                ge=0)] = None
-    checkpoint_interval: Annotated[float | None, field("seconds", "work between checkpoints (goodput auto; "
-                                                                  "default Young-Daly)", gt=0)] = None
+    # the failure model of --goodput auto: the same names, docs and aliases as `napkin goodput`
+    mtbf_per_gpu: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["mtbf_per_gpu"], gt=0)] = None
+    cluster_mtbf: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["cluster_mtbf"], gt=0)] = None
+    interruptions: Annotated[int | None, field("int", "goodput auto: " + GP.DOCS["interruptions"], gt=0)] = None
+    period: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["period"], gt=0)] = None
+    observed_gpus: Annotated[int | None, field("int", "goodput auto: " + GP.DOCS["observed_gpus"], gt=0)] = None
+    checkpoint_time: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["checkpoint_time"], gt=0,
+                                                   aliases=GP.ALIASES["checkpoint_time"])] = None
+    restart_time: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["restart_time"], ge=0,
+                                                aliases=GP.ALIASES["restart_time"])] = None
+    checkpoint_interval: Annotated[float | None, field("seconds", "goodput auto: " + GP.DOCS["checkpoint_interval"],
+                                                       gt=0, aliases=GP.ALIASES["checkpoint_interval"])] = None
     sensitivity: Annotated[bool, field("bool", "rank inputs by how far ±20% moves loaded $/M tokens")] = False
     assumed: Annotated[list[str], field("text", "inputs a saved plan took from defaults (kept labelled as such)",
                                         hidden=True)] = []
@@ -396,29 +402,33 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> 
 
 
 def auto_goodput(r: Report | None, req: Any, n_gpus: float) -> float:
-    """Goodput from failure rates (issue 4's reliability formulas) for a cluster of n_gpus."""
-    missing = [o for o, v in (("--mtbf-per-gpu", req.mtbf_per_gpu), ("--checkpoint-time", req.checkpoint_time),
-                              ("--restart-time", req.restart_time)) if v is None]
+    """Goodput from failure rates for a cluster of n_gpus: `napkin goodput`'s derivation (Daly 2006)."""
+    missing = [o for o, v in (("--checkpoint-time", req.checkpoint_time), ("--restart-time", req.restart_time))
+               if v is None]
+    rates = (req.mtbf_per_gpu, req.cluster_mtbf, req.interruptions)
+    if all(v is None for v in rates):
+        missing.insert(0, "an interruption rate (--mtbf-per-gpu, --cluster-mtbf or --interruptions/--period)")
     if missing:
         raise InputError("goodput", "auto", "needs the failure model", "give " + ", ".join(missing))
     from napkin.formulas import reliability as rel
 
-    m_cluster = rel.cluster_mtbf_s(req.mtbf_per_gpu, n_gpus=n_gpus)
-    if req.checkpoint_interval is not None:
-        tau = req.checkpoint_interval
-    else:
-        tau = rel.young_daly_interval_s(req.checkpoint_time, mtbf_s=m_cluster)
-    g = rel.goodput_at_interval(tau, checkpoint_s=req.checkpoint_time, restart_s=req.restart_time, mtbf_s=m_cluster)
+    per_gpu = GP.per_gpu_mtbf(r, req, n_gpus=req.gpus)
+    m_cluster = rel.cluster_mtbf_s(per_gpu, n_gpus=n_gpus)
+    tau, g = GP.failure_goodput(req.checkpoint_time, restart_s=req.restart_time, mtbf_s=m_cluster,
+                                interval_s=req.checkpoint_interval)
     if r is not None:
         r.step("cluster_mtbf_s", "mtbf_per_gpu / n_gpus", value=m_cluster, unit="seconds",
-               mtbf_per_gpu=(req.mtbf_per_gpu, "seconds"), n_gpus=int(n_gpus))
+               mtbf_per_gpu=(per_gpu, "seconds"), n_gpus=int(n_gpus))
         if req.checkpoint_interval is not None:
             r.set("checkpoint_interval_s", tau, "seconds")
         else:
-            r.step("checkpoint_interval_s", "sqrt(2 · δ · M)  (Young-Daly)", value=tau, unit="seconds",
-                   δ=(req.checkpoint_time, "seconds"), M=(m_cluster, "seconds"))
-        r.step("goodput", "1 − (δ/τ + (τ/2 + R)/M)", value=g, unit="fraction", δ=(req.checkpoint_time, "seconds"),
-               τ=(tau, "seconds"), R=(req.restart_time, "seconds"), M=(m_cluster, "seconds"), result=False)
+            r.step("checkpoint_interval_s", "sqrt(2δM) · [1 + ⅓·sqrt(δ/2M) + (δ/2M)/9] − δ  (Daly 2006)",
+                   value=tau, unit="seconds", δ=(req.checkpoint_time, "seconds"), M=(m_cluster, "seconds"))
+        r.step("goodput", "τ / (M · e^(R/M) · (e^((τ+δ)/M) − 1))  (Daly 2006)", value=g, unit="fraction",
+               τ=(tau, "seconds"), δ=(req.checkpoint_time, "seconds"), R=(req.restart_time, "seconds"),
+               M=(m_cluster, "seconds"), result=False)
+        GP.warn_frequent_failures(r, tau=tau, checkpoint_s=req.checkpoint_time, restart_s=req.restart_time,
+                                  mtbf_s=m_cluster, goodput=g)
     return float(g)
 
 
@@ -470,10 +480,10 @@ def run_train(req: TrainRequest) -> TrainReport:
         if n_gpus > req.max_gpus:
             _infeasible(req, d, tps_at_1 * auto_goodput(None, req, req.max_gpus))
         goodput = auto_goodput(r, req, n_gpus)
-        if goodput <= 0:
-            raise InputError("goodput", "auto", f"is 0: on {int(n_gpus):,} GPUs failures come faster than "
-                             "checkpoints and restarts can keep up", "checkpoint and restart faster")
-        r.assume("goodput", goodput, "from failure rates (Young-Daly first order)", unit="fraction",
+        if goodput <= 0:  # only where e^((τ+δ)/M) passes a float: no measurable progress
+            raise InputError("goodput", "auto", f"is 0: on {int(n_gpus):,} GPUs failures arrive faster than the "
+                             "job can make progress between them", "checkpoint and restart faster, or use fewer GPUs")
+        r.assume("goodput", goodput, "from failure rates (Daly 2006, as `napkin goodput`)", unit="fraction",
                  basis="given")
     elif goodput_in is None:
         goodput = DEFAULT_GOODPUT
@@ -483,6 +493,10 @@ def run_train(req: TrainRequest) -> TrainReport:
     else:
         goodput = goodput_in
         r.assume("goodput", goodput, "as given", unit="fraction", basis="given")
+    if goodput_in != "auto" and GP.failure_model_given(req):
+        r.warn("failure-model-unused", "the interruption rate, checkpoint and restart times are used only with "
+                                       "--goodput auto; this plan's goodput is " + ("assumed" if goodput_in is None
+                                                                                     else "given"))
     r.set("goodput", goodput, "fraction")
 
     tps = r.step("tokens_per_gpu_s", "peak · MFU · goodput / flops_per_token",

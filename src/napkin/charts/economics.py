@@ -69,7 +69,7 @@ def crossover_chart(report: Any) -> dict:
 
 
 def goodput_rows(report: Any) -> list[dict]:
-    """One point per cluster size: goodput at that size's own Young/Daly interval."""
+    """One point per cluster size: goodput at that size's own optimal interval (Daly 2006)."""
     d = _results(report)
     here = d.get("gpus")
     return [{"gpus": n, "goodput": g, "this_job": n == here}
@@ -90,7 +90,7 @@ def goodput_chart(report: Any) -> dict:
              "encoding": {
                  "x": {"field": "gpus", "type": "quantitative", "scale": {"type": "log"}, "title": "GPUs in the job"},
                  "y": {"field": "goodput", "type": "quantitative", "scale": {"domain": [0, 1]},
-                       "axis": {"format": ".0%"}, "title": "goodput at the Young/Daly interval"},
+                       "axis": {"format": ".0%"}, "title": "goodput at the optimal interval (Daly)"},
                  "tooltip": [{"field": "gpus", "type": "quantitative", "format": ","},
                              {"field": "goodput", "type": "quantitative", "format": ".1%"}]}},
             {"transform": [{"filter": "datum.this_job"}],

@@ -32,8 +32,8 @@ EXAMPLES: dict[str, dict[str, object]] = {
     "gpu-hour": {"capex": "$30k", "gpu": "h100-sxm", "per_gpu_year": "network=1500", "utilization": "0.8",
                  "vs": "$2.50/h"},
     # seed 003: Llama 3's 419 interruptions in 54 days on 16,384 GPUs; checkpoint and restart times assumed
-    "goodput": {"gpus": "16384", "interruptions": "419", "period": "54d", "checkpoint": "1min",
-                "restart": "10min"},
+    "goodput": {"gpus": "16384", "interruptions": "419", "period": "54d", "checkpoint_time": "1min",
+                "restart_time": "10min"},
     # amortise-training-over-served: the 7B/2T run's loaded cost over 500B and 50T served tokens
     "amortise": {"training_usd": "$387,679", "served": "500B,50T"},
     # journey-training-over-request: Llama 3.1 405B's 3.8e25 FLOP, split compute-optimally
