@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from napkin import calculate, catalog
-from napkin.calculators.check import MFU_PLAUSIBLE_MAX, OMITTED, lowest_price, reference_price
+from napkin.calculators.check import MFU_PLAUSIBLE_MAX, OMITTED, low_price, reference_price
 from napkin.errors import InputError, UnknownName
 from napkin.units import HOUR
 from tests.conftest import approx, worked
@@ -13,38 +13,81 @@ from tests.conftest import approx, worked
 H100_BF16 = 989.5e12
 
 
-def lowest_catalog_price() -> float:
-    low = lowest_price()
-    assert low is not None, "the prices catalog has no gpu_hour table"
-    return float(low[1]["usd_per_gpu_hour"])
+C_70B_2T = 6 * 70e9 * 2e12
+
+
+def own_price_readings(precision: str = "bf16") -> dict[str, tuple[float, float, float]]:
+    """gpu key -> (list price, lowest documented price, dense peak), each part with its own price and peak."""
+    out = {}
+    for key, entry in catalog.table("prices")["gpu_hour"].items():
+        g = catalog.gpu(key)
+        if g.supports(precision):
+            out[g.key] = (float(entry["usd_per_gpu_hour"]), low_price(entry), g.peak(precision))
+    return out
+
+
+def best_reading(claimed_usd: float, c: float = C_70B_2T) -> tuple[str, float]:
+    """(gpu, MFU) of the most favourable part: its lowest documented price and its own peak."""
+    mfu = {k: c * low / (claimed_usd * HOUR * peak) for k, (_, low, peak) in own_price_readings().items()}
+    key = min(mfu, key=mfu.get)
+    return key, mfu[key]
 
 
 # ------------------------------------------------------------------------------ golden
 @pytest.mark.parametrize("ex", worked("claim-70b-2t-500k"), ids=str)
 def test_claim_70b_2t_500k(ex):
+    """Seed 002's check question: 70B on 2T tokens (8.4e23 operations) claimed at $500,000. Its sound response:
+    "The compute for one successful run may be near that figure, but the claim omits failed runs, ablations,
+    data pipeline work, post-training and salaries": plausible only as one final run's compute, not
+    implausible (and not "impossible since 6ND under-counts", the seed's first wrong option)."""
     r = calculate("check", params=ex.inputs["params"], tokens=ex.inputs["tokens"],
                   claimed_usd=ex.inputs["claimed_usd"])
     assert r["train_flops"] == approx(ex.expected["train_flops"], ex.rel_tol)
-    # the sound response: never "the model cost that"; it omits failed runs, ablations, data, post-training, salaries
-    assert r["verdict"] != "consistent"
+    assert r["verdict"] == "plausible only as one final run's compute"
     for item in ("failed", "ablations", "data", "post-training", "salaries"):
         assert any(item in o for o in r["omitted"])
 
 
 @pytest.mark.parametrize("ex", worked("claim-70b-2t-500k"), ids=str)
-def test_claim_70b_2t_500k_verdict_at_the_cheapest_catalog_hour(ex):
-    """Without --price the verdict is judged at the cheapest catalog hour, the most generous reading."""
+def test_claim_70b_2t_500k_reads_each_part_at_its_own_price(ex):
+    """The chosen GPU (H100, assumed) at its own catalog price, and the most favourable part at its own lowest
+    documented price and its own peak: never one part's price with another part's peak."""
     r = calculate("check", params="70B", tokens="2T", claimed_usd="500k")
-    low = lowest_catalog_price()
-    mfu = ex.expected["train_flops"] / (500e3 / low * HOUR * H100_BF16)
-    assert r["implied_mfu"] == pytest.approx(mfu, rel=1e-9)
-    expected = "inconsistent" if mfu > 1 else "implausible" if mfu > MFU_PLAUSIBLE_MAX else \
-        "plausible only as one final run's compute"
-    assert r["verdict"] == expected
-    # one run at the reference MFU and the H100's own catalog price
-    ref = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
-    assert r["compute_usd"] == pytest.approx(8.4e23 / (H100_BF16 * 0.40 * HOUR) * ref, rel=1e-9)
-    assert r["implied_usd_per_gpu_hour"] == pytest.approx(500e3 / (8.4e23 / (H100_BF16 * 0.40 * HOUR)), rel=1e-9)
+    c = ex.expected["train_flops"]
+    h100_list = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
+    assert r["implied_gpu_hours"] == pytest.approx(500e3 / h100_list)
+    assert r["implied_mfu"] == pytest.approx(c * h100_list / (500e3 * HOUR * H100_BF16), rel=1e-12)
+    assert r["implied_mfu"] > 1  # at the H100's own $2.95/h the claim would need more than peak
+    key, mfu = best_reading(500e3, c)
+    assert r["most_favourable_gpu"] == key
+    assert r["most_favourable_implied_mfu"] == pytest.approx(mfu, rel=1e-12)
+    _, low, peak = own_price_readings()[key]
+    assert r["most_favourable_usd_per_gpu_hour"] == low
+    # with the catalog of May 2026: an MI300X at $1.50/h (TensorWave, the low end its source gives)
+    assert (key, low) == ("mi300x", 1.50)
+    assert mfu == pytest.approx(c * 1.50 / (500e3 * HOUR * 1307.4e12)) and mfu < MFU_PLAUSIBLE_MAX
+    # one run at the reference MFU 0.40 on that part and price: $669k, so $500k is 0.75 of one run
+    assert r["claimed_over_compute"] == pytest.approx(500e3 / (c / (peak * 0.40 * HOUR) * low))
+    assert "Instinct MI300X (the most favourable part in the catalog) at $1.50/h" in r["verdict_reason"]
+    assert "on H100 SXM at its own $2.95/h it would need MFU 1.39" in r["verdict_reason"]
+    # the H100's own price for one run at MFU 0.40
+    assert r["compute_usd"] == pytest.approx(c / (H100_BF16 * 0.40 * HOUR) * h100_list, rel=1e-9)
+    assert r["implied_usd_per_gpu_hour"] == pytest.approx(500e3 / (c / (H100_BF16 * 0.40 * HOUR)), rel=1e-9)
+
+
+def test_chosen_gpu_is_read_at_its_own_price_not_the_cheapest_in_the_catalog():
+    """The reviewer's case: `--gpu b200 --claimed-usd 200k` once read the A100's $1.30/h against the B200's
+    2.25 PFLOP/s peak (MFU 0.67, 'implausible'). At the B200's own $5.25/h it needs MFU 2.72; even the most
+    favourable part at its own lowest price needs more than its peak."""
+    r = calculate("check", params="70B", tokens="2T", claimed_usd="200k", gpu="b200")
+    b200_list = float(reference_price("b200")["usd_per_gpu_hour"])
+    assert r["implied_mfu"] == pytest.approx(C_70B_2T * b200_list / (200e3 * HOUR * 2.25e15), rel=1e-12)
+    assert r["implied_mfu"] == pytest.approx(2.72, abs=0.01)
+    key, mfu = best_reading(200e3)
+    assert r["most_favourable_implied_mfu"] == pytest.approx(mfu) and mfu > 1
+    assert r["verdict"] == "inconsistent"
+    assert "$1.30/h" not in r["verdict_reason"] and "a100" not in r["verdict_reason"].lower()
+    assert "on B200 (HGX B200, per GPU) at its own $5.25/h it would need MFU 2.72" in r["verdict_reason"]
 
 
 @pytest.mark.parametrize("ex", worked("train-8b-15t"), ids=str)
@@ -105,38 +148,35 @@ def test_llama3_405b_compute_from_its_gpu_hours():
 
 
 # ------------------------------------------------------------------------- verdict rules
-def test_needs_more_than_peak_at_the_cheapest_catalog_price_is_inconsistent():
-    low = lowest_catalog_price()
-    c = 6 * 70e9 * 2e12
-    usd = c / (H100_BF16 * HOUR) * low * 0.9  # 0.9 of the hours even MFU 1 would need
+def _usd_for_best_mfu(target: float) -> float:
+    """The claimed cost at which the most favourable catalog reading needs MFU ``target``."""
+    _, mfu_at_1 = best_reading(1.0)
+    return mfu_at_1 / target
+
+
+def test_needs_more_than_peak_at_every_catalog_reading_is_inconsistent():
+    usd = _usd_for_best_mfu(1 / 0.9)  # 0.9 of the hours even MFU 1 would need, on the most favourable part
     r = calculate("check", params="70B", tokens="2T", claimed_usd=usd)
-    assert r["implied_mfu"] == pytest.approx(1 / 0.9)
+    assert r["most_favourable_implied_mfu"] == pytest.approx(1 / 0.9)
     assert r["verdict"] == "inconsistent"
-    assert "cheapest hour in the catalog" in r["verdict_reason"]
+    assert "the most favourable part in the catalog" in r["verdict_reason"]
 
 
 def test_needs_mfu_between_06_and_1_is_implausible_and_says_why():
-    low = lowest_catalog_price()
-    c = 6 * 70e9 * 2e12
-    usd = c / (H100_BF16 * HOUR * 0.8) * low
-    r = calculate("check", params="70B", tokens="2T", claimed_usd=usd)
-    assert r["implied_mfu"] == pytest.approx(0.8)
+    r = calculate("check", params="70B", tokens="2T", claimed_usd=_usd_for_best_mfu(0.8))
+    assert r["most_favourable_implied_mfu"] == pytest.approx(0.8)
     assert r["verdict"] == "implausible"
     assert "no large dense run has published above" in r["verdict_reason"]
     assert "0.80" in r["verdict_reason"]
 
 
-def test_never_overstates_impossible_at_list_price_but_not_at_the_cheapest():
-    """A claim that needs MFU above 1 at the H100's own price but not at the cheapest catalog hour is
+def test_never_overstates_impossible_at_the_chosen_parts_price_but_not_at_the_most_favourable():
+    """A claim that needs MFU above 1 on the H100 at its own price but 0.5 on the most favourable part is
     not called inconsistent."""
-    ref = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
-    low = lowest_catalog_price()
-    assert low < ref
-    c = 6 * 70e9 * 2e12
-    usd = c / (H100_BF16 * HOUR * 0.5) * low  # MFU 0.5 at the cheapest hour
+    usd = _usd_for_best_mfu(0.5)
     r = calculate("check", params="70B", tokens="2T", claimed_usd=usd)
-    assert r["implied_mfu_at_price"] == pytest.approx(0.5 * ref / low)
-    assert r["verdict"] != "inconsistent"
+    assert r["implied_mfu"] > 1
+    assert r["verdict"] != "inconsistent" and r["verdict"] != "implausible"
 
 
 def test_a_given_price_is_the_verdicts_price_and_is_listed():
@@ -144,9 +184,47 @@ def test_a_given_price_is_the_verdicts_price_and_is_listed():
     assert r["implied_gpu_hours"] == 250e3
     assert r["implied_mfu"] == pytest.approx(8.4e23 / (250e3 * HOUR * H100_BF16))
     assert r["verdict"] == "implausible"
-    assert "price $2/h (given)" in r["verdict_assumptions"]
-    # the cheaper catalog reading is said beside it
-    assert "cheapest hour" in r["verdict_reason"]
+    assert "price $2/h for H100 SXM (given)" in r["verdict_assumptions"]
+    # the more generous catalog reading is said beside it
+    assert "the most favourable catalog reading, Instinct MI300X at $1.50/h" in r["verdict_reason"]
+
+
+# ------------------------------------------------------------- a cost claim beside its hours
+def test_cost_and_gpus_times_days_are_both_judged():
+    """The reviewer's case: 1,000 H100s for 30 days (720,000 GPU-hours) need MFU 0.33, consistent on their
+    own; but the claimed $2M is 0.94 of what those hours cost at the H100's own $2.95/h ($2.124M): it pays for
+    the run and leaves nothing over, so the worse verdict wins and both reasons are given."""
+    r = calculate("check", params="70B", tokens="2T", gpus=1000, days=30, claimed_usd="2M")
+    h100_list = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
+    assert r["implied_usd"] == pytest.approx(720_000 * h100_list)
+    assert r["claimed_over_implied_usd"] == pytest.approx(2e6 / (720_000 * h100_list))
+    assert r["verdict"] == "plausible only as one final run's compute"
+    assert "0.94× what 1,000 GPUs for 30 days cost at $2.95/h ($2.124M)" in r["verdict_reason"]
+    assert "GPUs × days need MFU 0.33" in r["verdict_reason"]
+    assert r["verdict_reason"].index("0.94×") < r["verdict_reason"].index("GPUs × days need")  # worst first
+
+
+def test_deepseek_v3_cost_is_one_runs_compute():
+    """DeepSeek-V3 technical report, table 1: $5.576M is 2.788M H800 GPU-hours at $2/h, and the report says it
+    "includes only the official training" and excludes prior research and ablations."""
+    r = calculate("check", params="37B", tokens="14.8T", gpu="h800", claimed_gpu_hours="2.788M", price="2/h",
+                  claimed_usd="5.576M")
+    assert r["claimed_over_implied_usd"] == pytest.approx(1.0)
+    assert r["verdict"] == "plausible only as one final run's compute"
+
+
+def test_cost_with_room_beyond_its_hours_is_consistent():
+    r = calculate("check", params="70B", tokens="2T", gpus=1000, days=30, claimed_usd="5M")
+    assert r["claimed_over_implied_usd"] > 2
+    assert r["verdict"] == "consistent"
+
+
+def test_cost_below_the_lowest_documented_price_of_its_hours_is_implausible():
+    """$1M for 720,000 H100-hours is $1.39/h, below the lowest H100 price the catalog documents."""
+    r = calculate("check", params="70B", tokens="2T", gpus=1000, days=30, claimed_usd="1M")
+    assert r["implied_usd_per_gpu_hour"] == pytest.approx(1e6 / 720_000)
+    assert r["verdict"] == "implausible"
+    assert "below $2.79/h, the lowest H100 SXM price its catalog source documents" in r["verdict_reason"]
 
 
 def test_plausible_only_as_one_run():
@@ -205,3 +283,8 @@ def test_bad_input_names_the_field(raw, field, words):
 def test_unknown_gpu():
     with pytest.raises(UnknownName):
         calculate("check", params="70B", tokens="2T", claimed_usd="500k", gpu="h1000")
+
+
+def test_lowest_documented_prices_are_at_or_below_the_list_price():
+    for key, (listed, low, _) in own_price_readings().items():
+        assert 0 < low <= listed, key

@@ -3,10 +3,17 @@
 Seed 002's method: the compute for one run at a stated (or reference) MFU and price;
 the MFU or price that would make the claim true; a verdict that never overstates; and
 the list of what a production cost adds beyond one run's compute.
+
+Every MFU is read on one part at that part's own price and peak. A cost claim alone says
+nothing of the hardware or the price, so unless ``--price`` pins it, its verdict is read on
+the most favourable part in the catalog at the lowest price the catalog documents for it;
+the chosen GPU's figure at its own price is reported beside it. A cost claim with hours
+(claimed GPU-hours, or GPUs × days) is also judged against what those hours cost.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
@@ -14,7 +21,7 @@ import msgspec
 from napkin import catalog
 from napkin.calculators import Calculator
 from napkin.derivation import Report
-from napkin.errors import InputError
+from napkin.errors import InputError, NapkinError
 from napkin.formulas import economics as econ
 from napkin.formulas import flops as fl
 from napkin.request import field
@@ -55,13 +62,33 @@ def reference_price(gpu_key: str) -> dict[str, Any] | None:
     return gpu_hour_prices().get(gpu_key)
 
 
-def lowest_price() -> tuple[str, dict[str, Any]] | None:
-    """(gpu key, entry) of the cheapest GPU-hour in the catalog, or None."""
-    prices = gpu_hour_prices()
-    if not prices:
-        return None
-    key = min(prices, key=lambda k: float(prices[k]["usd_per_gpu_hour"]))
-    return key, prices[key]
+def low_price(entry: dict[str, Any]) -> float:
+    """The lowest price the entry documents (its list price if it gives no low end)."""
+    return float(entry.get("low_usd_per_gpu_hour", entry["usd_per_gpu_hour"]))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One part at one price: the hours a claimed cost buys there, and their peak."""
+
+    key: str
+    name: str
+    peak: float
+    price: float
+    basis: str  # how the price was chosen, in words
+
+
+def catalog_readings(precision: str) -> list[Reading]:
+    """Every priced catalog part with a dense peak at ``precision``, at its lowest documented price."""
+    out = []
+    for key, entry in gpu_hour_prices().items():
+        try:
+            g = catalog.gpu(key)
+            peak = g.peak(precision)
+        except NapkinError:
+            continue
+        out.append(Reading(g.key, g.name, peak, low_price(entry), "the lowest price its catalog source documents"))
+    return out
 
 
 def _price_note(key: str, entry: dict[str, Any]) -> str:
@@ -99,8 +126,112 @@ def _mfu_verdict(mfu: float, *, what: str, basis: str) -> tuple[str, str]:
 
 
 def _worst(checks: list[tuple[str, str]]) -> tuple[str, str]:
-    rank = max(VERDICTS.index(v) for v, _ in checks)
-    return VERDICTS[rank], "; ".join(reason for v, reason in checks if VERDICTS.index(v) == rank)
+    """The worst verdict, with every check's reason (the worst first)."""
+    ordered = sorted(checks, key=lambda c: -VERDICTS.index(c[0]))
+    return ordered[0][0], "; ".join(reason for _, reason in ordered)
+
+
+def _usd_for_hours(r: Report, req: CheckRequest, g: Any, *, hours: float, hours_what: str, price: float | None,
+                   implied_usd: float | None, listed: list[str]) -> tuple[str, str] | None:
+    """A claimed cost beside the hours it paid for: what those hours cost on this GPU.
+
+    The hours are the chosen GPU's, so so is the price: the one given, else the catalog's
+    list price for the cost and its lowest documented price for the verdict.
+    """
+    if price is None or implied_usd is None:
+        r.note(f"no catalog price for {g.key}: give --price to judge the claimed cost against {hours_what}")
+        return None
+    if req.price is not None:
+        low, low_words = req.price, f"{fmt(req.price, 'usd_per_hour')} (given)"
+    else:
+        low = low_price(reference_price(g.key) or {"usd_per_gpu_hour": price})
+        low_words = f"{fmt(low, 'usd_per_hour')}, the lowest {g.name} price its catalog source documents"
+    listed.append(f"price {fmt(price, 'usd_per_hour')}" + (" (given)" if req.price is not None else
+                                                          f" ({g.key} catalog list), lowest documented "
+                                                          f"{fmt(low, 'usd_per_hour')}"))
+    multiple = r.step("claimed_over_implied_usd", "claimed_usd / implied_usd", value=req.claimed_usd / implied_usd,
+                      unit="number", claimed_usd=(req.claimed_usd, "usd"), implied_usd=(implied_usd, "usd"))
+    cost = f"what {hours_what} cost at {fmt(price, 'usd_per_hour')} ({fmt(implied_usd, 'usd')})"
+    if multiple >= PRODUCTION_MULTIPLE:
+        return "consistent", (f"the claimed cost is {multiple:.1f}× {cost}: room for the experiments and lost work "
+                              "that at least double one run (seed 001)")
+    if req.claimed_usd >= hours * low * (1 - AGREE_WITHIN):
+        return ("plausible only as one final run's compute",
+                f"the claimed cost is {multiple:.2f}× {cost}: it pays for those hours and leaves nothing for what "
+                "a production cost adds (see omitted)")
+    per_hour = req.claimed_usd / hours
+    return "implausible", (f"the claimed cost pays {fmt(per_hour, 'usd_per_hour')} for {hours_what}, below "
+                           f"{low_words}: only hours bought below the market (owned hardware at cost) fit it")
+
+
+def _usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, price: float | None, mfu: float,
+               goodput: float, listed: list[str]) -> tuple[str, str]:
+    """A claimed cost with no hours: the MFU it needs, each part read at its own price and peak."""
+    claimed = req.claimed_usd
+    chosen_mfu = None
+    if price is not None:
+        hours = r.step("implied_gpu_hours", "claimed_usd / price", value=claimed / price, unit="count",
+                       claimed_usd=(claimed, "usd"), price=(price, "usd_per_hour"))
+        chosen_mfu = r.step("implied_mfu", "C / (implied_gpu_hours · 3600 s/h · peak · goodput)",
+                            value=econ.implied_mfu(c, gpu_hours=hours, dense_flops_per_s=peak, goodput=goodput),
+                            unit="fraction", C=(c, "flops"), peak=(peak, "flops_per_s"), goodput=goodput,
+                            note=f"{g.name} at its own price")
+    # the most favourable catalog reading: the part whose FLOP is cheapest at its lowest documented price
+    readings = catalog_readings(req.precision)
+    best = min(readings, key=lambda x: x.price / x.peak) if readings else None
+    if best is not None and req.price is not None and best.price / best.peak >= req.price / peak:
+        best = None  # the price given is already the more generous reading: nothing to add
+    if best is not None:
+        r.set("most_favourable_gpu", best.key)
+        r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
+        r.assume("most_favourable_usd_per_gpu_hour", best.price,
+                 f"{best.key}: {best.basis}: " + _price_note(best.key, reference_price(best.key) or {}),
+                 unit="usd_per_hour", basis="catalog")
+        r.step("most_favourable_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)",
+               value=econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
+                                              dense_flops_per_s=best.peak, goodput=goodput),
+               unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
+               peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}")
+    # the verdict's reading: the price given pins it; else the most favourable part (never overstate)
+    if req.price is not None:
+        v = Reading(g.key, g.name, peak, req.price, "given")
+        v_words = f"on {g.name} at {fmt(req.price, 'usd_per_hour')} (given)"
+    elif best is not None:
+        v = best
+        v_words = (f"on {best.name} (the most favourable part in the catalog) at "
+                   f"{fmt(best.price, 'usd_per_hour')} ({best.basis})")
+    else:
+        raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
+                         "give --price 2.50/h")
+    listed.insert(0, f"{v.name} dense {req.precision} peak {fmt(v.peak, 'flops_per_s')}")
+    listed.append(f"price {fmt(v.price, 'usd_per_hour')} for {v.name}" + (" (given)" if v.basis == "given"
+                                                                            else f", {v.basis}"))
+    vmfu = econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=v.price, dense_flops_per_s=v.peak,
+                                    goodput=goodput)
+    verdict, reason = _mfu_verdict(vmfu, what="the claimed cost needs", basis=v_words)
+    if verdict == "consistent":
+        one_run = econ.gpu_hours_for_flops(c, dense_flops_per_s=v.peak, mfu=mfu, goodput=goodput) * v.price
+        multiple = r.step("claimed_over_compute", "claimed_usd / (one run at MFU, on the verdict's part and price)",
+                          value=claimed / one_run, unit="number", compute=(one_run, "usd"), MFU=mfu,
+                          note=f"{v.name} at {fmt(v.price, 'usd_per_hour')}")
+        listed.append(f"MFU {mfu:.2f} ({'given' if req.mfu is not None else 'reference'})")
+        if multiple >= PRODUCTION_MULTIPLE:
+            verdict = "consistent"
+            reason = (f"{reason}, and the claim is {multiple:.1f}× one run's compute there at MFU {mfu:.2f}: room "
+                      "for the experiments and lost work that at least double it (seed 001)")
+        else:
+            verdict = "plausible only as one final run's compute"
+            reason = (f"{reason}, but it is {multiple:.2f}× one run's compute there at MFU {mfu:.2f}: it leaves "
+                      "nothing for what a production cost adds (see omitted)")
+    if chosen_mfu is not None and (v.key != g.key or v.price != price):
+        reason += f"; on {g.name} at its own {fmt(price, 'usd_per_hour')} it would need MFU {chosen_mfu:.2f}"
+    if req.price is not None and best is not None:
+        best_mfu = econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
+                                            dense_flops_per_s=best.peak, goodput=goodput)
+        if best_mfu < vmfu:
+            reason += (f"; the most favourable catalog reading, {best.name} at {fmt(best.price, 'usd_per_hour')} "
+                       f"({best.basis}), would need MFU {best_mfu:.2f}")
+    return verdict, reason
 
 
 def run_check(req: CheckRequest) -> Report:
@@ -183,7 +314,6 @@ def run_check(req: CheckRequest) -> Report:
         peak = g.peak(req.precision)
         r.assume("dense_flops_per_s", peak, f"{g.name} dense {req.precision} peak ({g.source})",
                  unit="flops_per_s", basis="catalog")
-        listed.append(f"{g.name} dense {req.precision} peak {fmt(peak, 'flops_per_s')}")
         mfu = req.mfu if req.mfu is not None else REFERENCE_MFU
         if req.mfu is None:
             r.assume("mfu", mfu, "reference MFU of a large dense run (Llama 3 405B: 0.38–0.43), not the claim's own",
@@ -212,13 +342,13 @@ def run_check(req: CheckRequest) -> Report:
         gh = r.step("gpu_hours_at_mfu", "C / (peak · MFU · goodput · 3600 s/h)",
                     value=econ.gpu_hours_for_flops(c, dense_flops_per_s=peak, mfu=mfu, goodput=goodput),
                     unit="count", C=(c, "flops"), peak=(peak, "flops_per_s"), MFU=mfu, goodput=goodput)
-        compute_usd = None
         if price is not None:
-            compute_usd = r.step("compute_usd", "gpu_hours_at_mfu · price", value=gh * price, unit="usd",
-                                 price=(price, "usd_per_hour"))
+            r.step("compute_usd", "gpu_hours_at_mfu · price", value=gh * price, unit="usd",
+                   price=(price, "usd_per_hour"))
 
         hours = req.claimed_gpu_hours if req.claimed_gpu_hours is not None else span_hours
         if hours is not None:
+            listed.insert(0, f"{g.name} dense {req.precision} peak {fmt(peak, 'flops_per_s')}")
             source = "claimed_gpu_hours" if req.claimed_gpu_hours is not None else "gpu_hours_from_span"
             what = "the claimed GPU-hours need" if req.claimed_gpu_hours is not None else "GPUs × days need"
             imfu = r.step("implied_mfu", f"C / ({source} · 3600 s/h · peak · goodput)",
@@ -229,66 +359,28 @@ def run_check(req: CheckRequest) -> Report:
             if imfu < 0.2:
                 r.note(f"implied MFU {imfu:.2f} is low: the hours cover more than this run's 6·N·D "
                        "(other runs, idle capacity, long restarts) or the run was inefficient")
+            implied_usd = None
             if price is not None:
-                r.step("implied_usd", f"{source} · price", value=hours * price, unit="usd",
-                       price=(price, "usd_per_hour"))
+                implied_usd = r.step("implied_usd", f"{source} · price", value=hours * price, unit="usd",
+                                     price=(price, "usd_per_hour"))
             if req.precision in ("bf16", "fp16") and g.supports("fp8"):
                 r.note(f"MFU against the {req.precision} peak; a run that computed in fp8 has twice the peak and "
                        "half this MFU (--precision fp8)")
             if req.claimed_usd is not None:
                 r.step("implied_usd_per_gpu_hour", f"claimed_usd / {source}",
                        value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=hours), unit="usd_per_hour")
+                hours_what = ("the claimed GPU-hours" if req.claimed_gpu_hours is not None
+                              else f"{req.gpus:,} GPUs for {req.days:g} days")
+                check = _usd_for_hours(r, req, g, hours=hours, hours_what=hours_what, price=price,
+                                       implied_usd=implied_usd, listed=listed)
+                if check is not None:
+                    checks.append(check)
         elif req.claimed_usd is not None:
             r.step("implied_usd_per_gpu_hour", "claimed_usd / gpu_hours_at_mfu",
                    value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=gh), unit="usd_per_hour",
                    claimed_usd=(req.claimed_usd, "usd"), MFU=mfu)
-            # the verdict's price: the one given, else the cheapest hour in the catalog (generous)
-            if req.price is not None:
-                vprice, vbasis = req.price, f"at {fmt(req.price, 'usd_per_hour')} (given)"
-            else:
-                low = lowest_price()
-                if low is None:
-                    raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
-                                     "give --price 2.50/h")
-                low_key, low_entry = low
-                vprice = float(low_entry["usd_per_gpu_hour"])
-                vbasis = f"at {fmt(vprice, 'usd_per_hour')}, the cheapest hour in the catalog ({low_key})"
-                r.assume("verdict_price", vprice, "the lowest catalog GPU-hour price, so the verdict never "
-                         "overstates: " + _price_note(low_key, low_entry), unit="usd_per_hour", basis="catalog")
-            listed.append(f"price {vbasis.removeprefix('at ')}")
-            claim_hours = r.step("implied_gpu_hours", "claimed_usd / verdict price",
-                                 value=req.claimed_usd / vprice, unit="count",
-                                 claimed_usd=(req.claimed_usd, "usd"), price=(vprice, "usd_per_hour"))
-            imfu = r.step("implied_mfu", "C / (implied_gpu_hours · 3600 s/h · peak · goodput)",
-                          value=econ.implied_mfu(c, gpu_hours=claim_hours, dense_flops_per_s=peak, goodput=goodput),
-                          unit="fraction", C=(c, "flops"), peak=(peak, "flops_per_s"), goodput=goodput)
-            if price is not None and price != vprice:
-                r.step("implied_mfu_at_price", "implied_mfu · price / verdict price", value=imfu * price / vprice,
-                       unit="fraction", price=(price, "usd_per_hour"), verdict_price=(vprice, "usd_per_hour"))
-            verdict, reason = _mfu_verdict(imfu, what="the claimed cost needs", basis=f"{vbasis} on {g.name}")
-            low = lowest_price()
-            if verdict != "consistent" and req.price is not None and low is not None \
-                    and float(low[1]["usd_per_gpu_hour"]) < req.price:
-                lp = float(low[1]["usd_per_gpu_hour"])
-                reason += (f" (at the catalog's cheapest hour, {fmt(lp, 'usd_per_hour')} for {low[0]}, it would "
-                           f"need MFU {imfu * lp / req.price:.2f})")
-            if verdict == "consistent":
-                basis_usd = compute_usd if compute_usd is not None else gh * vprice
-                multiple = req.claimed_usd / basis_usd
-                r.step("claimed_over_compute", "claimed_usd / compute of one run at MFU", value=multiple,
-                       unit="number", compute=(basis_usd, "usd"), MFU=mfu)
-                listed.append(f"MFU {mfu:.2f} ({'given' if req.mfu is not None else 'reference'})")
-                if multiple >= PRODUCTION_MULTIPLE:
-                    reason = (f"the claim is {multiple:.1f}× one run's compute at MFU {mfu:.2f}: room for the "
-                              f"experiments and lost work that at least double it (seed 001)")
-                else:
-                    verdict = "plausible only as one final run's compute"
-                    reason = (f"{reason}, but it is {multiple:.2f}× one run's compute at MFU {mfu:.2f}: "
-                              "it leaves nothing for what a production cost adds (see omitted)")
-            elif compute_usd is not None:
-                reason += (f"; one run at MFU {mfu:.2f} and {fmt(price, 'usd_per_hour')} costs "
-                           f"{fmt(compute_usd, 'usd')}")
-            checks.append((verdict, reason))
+            checks.append(_usd_alone(r, req, g, c=c, peak=peak, price=price, mfu=mfu, goodput=goodput,
+                                     listed=listed))
 
     if not checks:
         raise InputError("claimed_usd", "nothing", "is required: there is no claim to check",

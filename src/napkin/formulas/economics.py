@@ -118,3 +118,17 @@ def implied_usd_per_gpu_hour(claimed_usd: Any, *, gpu_hours: Any) -> Any:
     Source: seed 002, cloud rental "a few dollars per accelerator-hour".
     """
     return claimed_usd / gpu_hours
+
+
+def implied_mfu_for_usd(train_flops: Any, *, claimed_usd: Any, usd_per_gpu_hour: Any, dense_flops_per_s: Any,
+                        goodput: Any = 1.0) -> Any:
+    """MFU_implied = C · price / (claimed_usd · 3600 · peak · goodput)
+
+    The MFU a claimed cost needs on one part: the hours the money buys at that part's
+    price (claimed_usd / price), each delivering that part's peak.
+    Trap: pairing one part's price with another part's peak (the cheapest hour in a
+    catalog is an old GPU's, whose FLOP/s are a third of a new one's).
+    Source: seed 002 ("check whether the number is consistent with 6ND"); seed 001,
+    cost_per_token = 6·N·price / (3600 · peak · mfu · goodput), solved for MFU.
+    """
+    return train_flops * usd_per_gpu_hour / (claimed_usd * HOUR * dense_flops_per_s * goodput)
