@@ -58,6 +58,14 @@ def test_per_day_and_years_give_served_tokens():
     assert r["amortised_usd_per_million"] == pytest.approx([387679 / 7.3e12 * 1e6])
 
 
+def test_served_with_per_day_uses_per_day_for_the_crossover_only():
+    r = calculate("amortise", training_usd="387679", served="500B", per_day="10B", params="7B", tokens="2T")
+    assert r["served_tokens"] == [500e9]
+    assert r["amortised_usd_per_million"] == pytest.approx([387679 / 500e9 * 1e6])
+    assert r["crossover_years"] == pytest.approx([3 * 2e12 / (10e9 * 365)])
+    assert any("--per-day gives only the years to the crossover" in n for n in r.notes)
+
+
 def test_serving_price_is_added():
     r = calculate("amortise", training_usd="387679", served="500B", serving_usd_per_million="0.5")
     assert r["total_usd_per_million"] == pytest.approx([0.5 + 387679 / 500e9 * 1e6])
@@ -80,6 +88,10 @@ def test_crossover_years_fall_with_volume():
     ({"served": "500B"}, "tokens", "nothing to amortise"),
     ({"training_usd": "387679", "served": "500B", "price": "2/h"}, "price", "--training-usd gives one"),
     ({"training_usd": "387679", "years": 2}, "years", "needs --per-day"),
+    # --served and --per-day · --years both set the served tokens: never silently drop one
+    ({"training_usd": "387679", "served": "500B", "per_day": "10B", "years": 2}, "years",
+     "cannot be given with --served"),
+    ({"training_usd": "387679", "served": "500B", "per_day": "10B"}, "per_day", "is unused"),
     ({"training_usd": "387679", "served": "0"}, "served", "must be > 0"),
     ({"training_usd": "387679", "served": "5GB"}, "served", "is a size in bytes"),
 ])

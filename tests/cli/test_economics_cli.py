@@ -9,7 +9,8 @@ import pytest
 
 
 def test_check_claimed_usd_exact(run_cli):
-    """seed 002's claim-70b-2t-500k at a given $1/h (independent of the price catalog)"""
+    """seed 002's claim-70b-2t-500k at a given $1/h (no catalog part is a more generous reading, so the
+    output does not depend on the price catalog)"""
     out = run_cli('check', '--params', '70B', '--tokens', '2T', '--claimed-usd', '500k', '--price', '1/h').stdout
     assert out == (
         'Check: 70B params on 2T tokens; claimed $500,000\n'
@@ -25,14 +26,48 @@ def test_check_claimed_usd_exact(run_cli):
         '  implied_mfu               47.2%\n'
         '  claimed_over_compute      0.8481\n'
         "  verdict                   plausible only as one final run's compute\n"
-        '  verdict_reason            the claimed cost needs MFU 0.47 at $1/h (given) on H100 SXM, not '
-        "above the ~0.6 that large runs reach, but it is 0.85× one run's compute at MFU 0.40: it leaves "
+        '  verdict_reason            the claimed cost needs MFU 0.47 on H100 SXM at $1/h (given), not '
+        "above the ~0.6 that large runs reach, but it is 0.85× one run's compute there at MFU 0.40: it leaves "
         'nothing for what a production cost adds (see omitted)\n'
         '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, every paid hour '
-        'productive (goodput 1), price $1/h (given), MFU 0.40 (reference)]\n'
+        'productive (goodput 1), price $1/h for H100 SXM (given), MFU 0.40 (reference)]\n'
         '  omitted                   [failed and abandoned runs, ablations, data pipeline, '
         'post-training, salaries]\n'
         'assumed: gpu = h100-sxm; mfu = 40%; goodput = 100%\n'
+    )
+
+
+def test_check_cost_and_span_exact(run_cli):
+    """A cost claim beside GPUs × days at a given price: both judged, the worse verdict, both reasons."""
+    out = run_cli('check', '--params', '70B', '--tokens', '2T', '--gpus', '1000', '--days', '30',
+                  '--claimed-usd', '2M', '--price', '2.95/h').stdout
+    assert out == (
+        'Check: 70B params on 2T tokens, 1,000 GPUs for 30 days; claimed $2M\n'
+        '  params                    70B\n'
+        '  tokens                    2T\n'
+        '  claimed_usd               $2M\n'
+        '  gpus                      1,000\n'
+        '  wall_s                    30 d\n'
+        '  gpu_hours_from_span       720,000\n'
+        '  gpu                       h100-sxm\n'
+        '  train_flops               8.4e23 FLOP\n'
+        '  gpu_hours_at_mfu          589.5k\n'
+        '  compute_usd               $1.739M\n'
+        '  implied_mfu               32.8%\n'
+        '  implied_usd               $2.124M\n'
+        '  implied_usd_per_gpu_hour  $2.778/h\n'
+        '  claimed_over_implied_usd  0.9416\n'
+        "  verdict                   plausible only as one final run's compute\n"
+        '  verdict_reason            the claimed cost is 0.94× what 1,000 GPUs for 30 days cost at $2.95/h '
+        '($2.124M): it pays for those hours and leaves nothing for what a production cost adds (see omitted); '
+        'GPUs × days need MFU 0.33 on H100 SXM at bf16, not above the ~0.6 that large runs reach\n'
+        '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, 1,000 GPUs allocated for all 30 '
+        'days, every paid hour productive (goodput 1), price $2.95/h (given)]\n'
+        '  omitted                   [failed and abandoned runs, ablations, data pipeline, post-training, '
+        'salaries]\n'
+        'assumed: gpu = h100-sxm; mfu = 40%; goodput = 100%\n'
+        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU '
+        '(--precision fp8)\n'
     )
 
 
@@ -152,10 +187,10 @@ def test_gpu_hour_spot_exact(run_cli):
 
 
 def test_goodput_llama3_exact(run_cli):
-    """Llama 3 paper 3.3.4: 419 interruptions in 54 days on 16,384 GPUs"""
+    """Llama 3 paper 3.3.4: 419 interruptions in 54 days on 16,384 GPUs; Daly 2006's model and interval"""
     out = run_cli(
-        'goodput', '--gpus', '16384', '--interruptions', '419', '--period', '54d', '--checkpoint', '60s',
-        '--restart', '10min', '--interval', '1h'
+        'goodput', '--gpus', '16384', '--interruptions', '419', '--period', '54d', '--checkpoint-time', '60s',
+        '--restart-time', '10min', '--checkpoint-interval', '1h'
     ).stdout
     assert out == (
         'Goodput: 16,384 GPUs\n'
@@ -165,16 +200,48 @@ def test_goodput_llama3_exact(run_cli):
         '  mtbf_s                 3.093 h\n'
         '  interruptions_per_day  7.759\n'
         '  young_daly_interval_s  19.27 min\n'
-        '  goodput                84.2%\n'
-        '  lost_fraction          checkpoint_writes: 5.19%, rework: 5.19%, restarts: 5.39%\n'
-        '  interval_s             60 min\n'
-        '  goodput_at_interval    76.8%\n'
-        '  goodput_gain           7.45%\n'
+        '  optimal_interval_s     18.6 min\n'
+        '  goodput                85.3%\n'
+        '  lost_fraction          checkpoint_writes: 4.58%, rework: 4.92%, restarts: 5.25%\n'
+        '  checkpoint_interval_s  60 min\n'
+        '  goodput_at_interval    78.7%\n'
+        '  goodput_gain           6.53%\n'
         '  cluster_gpus           [256, 1,024, 4,096, 16,384, 65,536, 262,144]\n'
-        '  goodput_by_cluster     [98.6%, 97.1%, 93.5%, 84.2%, 57.7%, 0%]\n'
-        "note: goodput_by_cluster: goodput at each size's own Young/Daly interval, same per-GPU failure rate\n"
-        'note: feed it to `napkin train --goodput 0.842`, or let train derive it: --goodput auto '
-        '--mtbf-per-gpu 50677h --checkpoint-time 60s --restart-time 600s\n'
+        '  goodput_by_cluster     [98.6%, 97.1%, 93.6%, 85.3%, 65%, 27%]\n'
+        "note: goodput_by_cluster: goodput at each size's own optimal interval, same per-GPU failure rate\n"
+        "note: Young's first-order 1 − (δ/τ + (τ/2 + R)/M) gives 84.2% here (at τ = sqrt(2δM)); it holds only "
+        "while τ + δ + R is small beside M (here 16% of it), and this goodput uses Daly's exact expression "
+        "instead\n"
+        'note: feed it to `napkin train --goodput 0.853`, or let train derive it: --goodput auto '
+        '--interruptions 419 --period 54d --observed-gpus 16384 --checkpoint-time 1min --restart-time 10min\n'
+    )
+
+
+def test_goodput_frequent_failures_exact(run_cli):
+    """The reviewer's case: 262,144 GPUs at Llama 3's per-GPU rate. Goodput 27.0% (Daly 2006), not a clamped 0%."""
+    out = run_cli('goodput', '--gpus', '262144', '--mtbf-per-gpu', '50677h', '--checkpoint-time', '60s',
+                  '--restart-time', '10min', '--sizes', '262144').stdout
+    assert out == (
+        'Goodput: 262,144 GPUs\n'
+        '  gpus                   262,144\n'
+        '  mtbf_per_gpu_s         2112 d\n'
+        '  mtbf_s                 11.6 min\n'
+        '  interruptions_per_day  124.1\n'
+        '  young_daly_interval_s  4.816 min\n'
+        '  optimal_interval_s     4.173 min\n'
+        '  goodput                27%\n'
+        '  lost_fraction          checkpoint_writes: 6.48%, rework: 8.72%, restarts: 57.8%\n'
+        '  cluster_gpus           [262,144]\n'
+        '  goodput_by_cluster     [27%]\n'
+        'warning [frequent-failures]: an interruption comes every 11.6 min on average, sooner than one '
+        'checkpoint interval, its write and a restart take (15.17 min): failures arrive faster than the job '
+        'can make progress between them, and goodput is 27.0%; checkpoint and restart faster, or run fewer GPUs\n'
+        "note: goodput_by_cluster: goodput at each size's own optimal interval, same per-GPU failure rate\n"
+        "note: Young's first-order 1 − (δ/τ + (τ/2 + R)/M) gives -27.7% here (at τ = sqrt(2δM)); it holds only "
+        "while τ + δ + R is small beside M (here 136% of it), and this goodput uses Daly's exact expression "
+        "instead\n"
+        'note: feed it to `napkin train --goodput 0.270`, or let train derive it: --goodput auto '
+        '--mtbf-per-gpu 50677h --checkpoint-time 1min --restart-time 10min\n'
     )
 
 
@@ -237,8 +304,8 @@ def test_explain_shows_the_working(run_cli):
 # --------------------------------------------------------------------------------- charts
 @pytest.mark.parametrize("args, name", [
     (("amortise", "--params", "8B", "--tokens", "15T", "--per-day", "10B,120B"), "serving-vs-training"),
-    (("goodput", "--gpus", "16384", "--mtbf-per-gpu", "50000h", "--checkpoint", "60s", "--restart", "10min"),
-     "goodput-vs-cluster"),
+    (("goodput", "--gpus", "16384", "--mtbf-per-gpu", "50000h", "--checkpoint-time", "60s", "--restart-time",
+      "10min"), "goodput-vs-cluster"),
 ])
 def test_chart_written(run_cli, tmp_path, args, name):
     path = tmp_path / "chart.svg"
@@ -255,7 +322,8 @@ def test_chart_with_nothing_to_draw(run_cli, tmp_path):
 
 
 def test_chart_wrong_suffix(run_cli, tmp_path):
-    r = run_cli("goodput", "--gpus", "8", "--mtbf-per-gpu", "50000h", "--checkpoint", "60s", "--restart", "1min",
+    r = run_cli("goodput", "--gpus", "8", "--mtbf-per-gpu", "50000h", "--checkpoint-time", "60s", "--restart-time",
+                "1min",
                 "--chart", str(tmp_path / "x.pdf"), code=1)
     assert "must end in .svg or .png" in r.stderr
 
@@ -276,7 +344,13 @@ def test_chart_wrong_suffix(run_cli, tmp_path):
     (("gpu-hour", "--spot", "1.2/h"),
      "error: goodput is required with --spot; got nothing (give --goodput 0.7 (the fraction of spot hours that "
      "make progress; see `napkin goodput`))\n"),
-    (("goodput", "--gpus", "8", "--checkpoint", "60s", "--restart", "10min"),
+    (("amortise", "--training-usd", "387679", "--served", "500B", "--per-day", "10B", "--years", "2"),
+     "error: years cannot be given with --served (both set the served tokens); got 2 (give --served 500B, or "
+     "--per-day 10B --years 2)\n"),
+    (("amortise", "--training-usd", "387679", "--served", "500B", "--per-day", "10B"),
+     "error: per_day is unused: --served sets the served tokens and there is no --tokens for the crossover; got "
+     "10B (drop --per-day, or give --tokens D (or --model) for the years to the crossover)\n"),
+    (("goodput", "--gpus", "8", "--checkpoint-time", "60s", "--restart-time", "10min"),
      "error: mtbf_per_gpu is required: give one interruption rate; got nothing (--mtbf-per-gpu 50000h, "
      "--cluster-mtbf 3h, or --interruptions 419 --period 54d)\n"),
     (("optimal",),
@@ -294,5 +368,6 @@ def test_unknown_gpu_names_the_closest(run_cli):
     assert r.stderr.startswith("error: unknown gpu 'h10'")
 
 
-def test_usage_error_exits_2(run_cli):
-    run_cli("optimal", "--no-such-option", "1", code=2)
+def test_usage_error_is_one_line(run_cli):
+    r = run_cli("optimal", "--no-such-option", "1", code=1)
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "--no-such-option" in r.stderr

@@ -94,6 +94,14 @@ def run_amortise(req: AmortiseRequest) -> Report:
                          "gives one", "drop one of them")
     if req.years is not None and not req.per_day:
         raise InputError("years", req.years, "needs --per-day", "give --per-day 10B with --years")
+    # --served is the lifetime volume; --per-day · --years is another way to give it: never both
+    if req.years is not None and req.served:
+        raise InputError("years", req.years, "cannot be given with --served (both set the served tokens)",
+                         "give --served 500B, or --per-day 10B --years 2")
+    if req.per_day and req.served and d is None:  # no crossover to give years to
+        raise InputError("per_day", ",".join(fmt(p, "count") for p in req.per_day),
+                         "is unused: --served sets the served tokens and there is no --tokens for the crossover",
+                         "drop --per-day, or give --tokens D (or --model) for the years to the crossover")
 
     # ---- the loaded training cost
     loaded = None
@@ -118,6 +126,8 @@ def run_amortise(req: AmortiseRequest) -> Report:
             raise InputError("served", "nothing", "is required to amortise a training cost",
                              "give --served 500B, or --per-day 10B --years 2")
         r.set("served_tokens", served, "count")
+        if req.served and req.per_day:
+            r.note("the cost is spread over --served; --per-day gives only the years to the crossover")
         per_m = []
         for s in served:
             per_m.append(r.step(f"amortised_usd_per_million@{fmt(s, 'count')}", "training_usd / served · 1e6",
