@@ -371,3 +371,19 @@ def test_unknown_gpu_names_the_closest(run_cli):
 def test_usage_error_is_one_line(run_cli):
     r = run_cli("optimal", "--no-such-option", "1", code=1)
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "--no-such-option" in r.stderr
+
+
+def test_goodput_and_train_share_flag_names_and_old_spellings_still_work(run_cli):
+    """`goodput` took --checkpoint/--restart/--interval while `train --goodput auto` took
+    --checkpoint-time/--restart-time/--checkpoint-interval: both now take the latter, and the old
+    spellings are aliases."""
+    rate = ("--interruptions", "419", "--period", "54d")
+    new = json.loads(run_cli("goodput", "--gpus", "16384", *rate, "--checkpoint-time", "60s",
+                             "--restart-time", "10min", "--json").stdout)
+    old = json.loads(run_cli("goodput", "--gpus", "16384", *rate, "--checkpoint", "60s", "--restart", "10min",
+                             "--json").stdout)
+    assert new["goodput"] == old["goodput"]
+    train = json.loads(run_cli("train", "--params", "70B", "--tokens", "15T", "--gpus", "16384", "--price", "2.5",
+                               "--goodput", "auto", *rate, "--checkpoint-time", "60s", "--restart-time", "10min",
+                               "--json").stdout)
+    assert train["goodput"] == pytest.approx(new["goodput"], rel=1e-12)

@@ -128,7 +128,7 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
             params.append(click.Option([info.option + "/--no-" + info.option[2:], info.name],
                                        default=None, help=help_))
         else:
-            params.append(click.Option([info.option, info.name], default=None, help=help_,
+            params.append(click.Option([info.option, *info.alias_options, info.name], default=None, help=help_,
                                        multiple=bool(info.container), metavar=_metavar(info)))
     return params
 

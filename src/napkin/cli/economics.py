@@ -54,9 +54,9 @@ gpu_hour = calculator_command(
          "--utilization 0.8 --vs 2.50/h")
 goodput = calculator_command(
     "goodput", extra=[_chart], after=_chart_writer("goodput", "goodput-vs-cluster"),
-    help="Goodput and the best checkpoint interval (Young/Daly) from failure rates, checkpoint and restart "
+    help="Goodput and the best checkpoint interval (Daly 2006) from failure rates, checkpoint and restart "
          "times; how goodput falls as the cluster grows.\n\n"
-         "e.g. napkin goodput --gpus 16384 --interruptions 419 --period 54d --checkpoint 60s --restart 10min")
+         "e.g. napkin goodput --gpus 16384 --interruptions 419 --period 54d --checkpoint-time 60s --restart-time 10min")
 optimal = calculator_command(
     "optimal",
     help="Compute-optimal parameters and tokens for a budget (N = sqrt(C / 6r), D = r·N); a planned run's "
