@@ -118,6 +118,9 @@ def test_lists_and_pairs_still_split_on_commas():
     ({"price": "h100=2,50,b200=4.50"}, "price[h100] has a comma that is not a thousands separator; got 2,50 "
                                       "(write 2.50 for a decimal; commas may only separate thousands, as in 1,500)"),
     ({"price": "h100=2.50,b200"}, "price must be NAME=VALUE; got b200 (e.g. name=0.5)"),
+    # a name given twice: the second used to replace the first without a word
+    ({"yearly": ["facility=600", "facility=200"]}, "yearly has facility twice; got facility=200 (give facility "
+                                                   "once, adding up the parts if both apply)"),
     ({"yearly": "facility=1,5000"}, "yearly[facility] has a comma that is not a thousands separator; got 1,5000 "
                                     "(write 1.5000 for a decimal; commas may only separate thousands, as in 1,500)"),
 ])

@@ -251,6 +251,9 @@ def parse_value(info: FieldInfo, raw: Any) -> Any:
                 k, v = part.split("=", 1)
                 if not k.strip():
                     raise InputError(info.name, part, "has an empty name", "write NAME=VALUE")
+                if k.strip() in [name for name, _ in items]:  # the second would silently replace the first
+                    raise InputError(info.name, part, f"has {k.strip()} twice",
+                                     f"give {k.strip()} once, adding up the parts if both apply")
                 items.append((k.strip(), v.strip()))
         return {str(k): _scalar(f"{info.name}[{k}]", v, info.kind, info.meta) for k, v in items}
     return _scalar(info.name, raw, info.kind, info.meta)
