@@ -111,3 +111,42 @@ def test_every_api_price_is_dated_and_sourced():
 def test_aliases_resolve():
     assert bill(model="claude-haiku")["model"] == "Claude Haiku 3.5"
     assert bill(model="deepseek-chat")["model"].startswith("DeepSeek-V3")
+
+
+def test_no_break_even_is_said_in_words_not_a_null():
+    """405B on 16 H100s at $5/h costs ~$0.014 a request even at full load, more than Claude Haiku 3.5's $0.002
+    (1,000 in at $0.80/M + 300 out at $4/M): there is no break-even volume, so no breakeven_* key, and a note
+    says why (the text printed `breakeven_requests_per_month None`)."""
+    r = bill(model="claude-haiku-3.5", serve_model="llama-3.1-405b", self_hosted=True, gpu="h100", gpus=16,
+             tp=8, price="5/h")
+    assert r["usd"] == pytest.approx(1000 * 0.8e-6 + 300 * 4e-6)
+    assert not any(k.startswith("breakeven") for k in r.results)
+    assert None not in r.results.values()
+    per_request = r["self_hosted_usd_per_month"] / r["self_hosted_requests_per_month"]
+    assert per_request > r["usd"]
+    assert any(n.startswith("no break-even volume: self-hosting never pays here") and f"${per_request:.4g}" in n
+               for n in r.notes)
+
+
+def test_self_hosted_carries_the_serving_warnings():
+    r = bill(model="claude-haiku-3.5", serve_model="llama-3.1-405b", self_hosted=True, gpu="h100", gpus=16,
+             price="5/h")
+    assert any(w.code == "beyond-scale-up-domain" and w.message.startswith("self-hosted: TP 16") for w in r.warnings)
+
+
+def test_as_of_before_the_price_date_warns_and_shows_no_negative_age():
+    """Claude Sonnet 4's catalog price is dated 2025-08-12: on 2024-01-01 it was 589 days in the future."""
+    r = calculate("bill", model="claude-sonnet-4", as_of="2024-01-01")
+    assert "price_age_days" not in r.results
+    msg = next(w.message for w in r.warnings if w.code == "price-not-yet-listed")
+    assert "dated 2025-08-12, 589 days after --as-of 2024-01-01" in msg
+    assert r["usd"] == pytest.approx(0.0075)  # still billed, at the dated price the warning names
+    on_the_day = calculate("bill", model="claude-sonnet-4", as_of="2025-08-12")
+    assert on_the_day["price_age_days"] == 0 and not on_the_day.warnings
+    rows = calculate("bill", compare=True, as_of="2025-01-01")
+    ages = {x["model"]: x.get("age_days") for x in rows["compare"]}
+    assert ages["gpt-4o"] == 92 and ages["claude-sonnet-4"] is None  # 2024-10-01 + 92 days; 2025-08-12 later
+    assert all(v is None or v >= 0 for v in ages.values())
+    later = sum(v is None for v in ages.values())
+    assert any(w.code == "price-not-yet-listed" and w.message.startswith(f"{later} of {len(ages)} catalog prices")
+               for w in rows.warnings)

@@ -4,6 +4,7 @@ terminal under the test runner), JSON keys, charts, and errors: one line, exit 1
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -115,16 +116,18 @@ PLAN_H100 = (
     '  best_ttft_s                         100.3 ms\n'
     '  best_tpot_s                         26.4 ms\n'
     'assumed: utilization = 70%; mfu = 40%; bandwidth_efficiency = 80%\n'
+    'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a full-batch decode step stretched by the prefill pauses at that rate (an upper bound)\n'
+    'note: Pareto front: every column at capacity, each replica decoding a full batch with no prefills: tok/s/GPU = batch / TPOT / GPUs\n'
     'note: simplification: no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica\n'
     'note: simplification: static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree\n'
     'note: simplification: prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load\n'
-    "note: simplification: a replica's GPUs share one NVLink-class domain; GPUs beyond the TP degree are pipeline stages\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
     '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT      TPOT  tok/s/GPU  fleet $/h   $/M out  bound\n'
-    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms   26.4 ms    910.5/s      $30/h  $2.778/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms  13.91 ms    803.3/s      $40/h  $3.704/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms  22.15 ms     2017/s      $40/h  $3.704/M  compute\n'
+    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms   26.4 ms      250/s      $30/h  $2.778/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms  13.91 ms    187.5/s      $40/h  $3.704/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms  22.15 ms    187.5/s      $40/h  $3.704/M  compute\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU      TPOT  bound\n'
@@ -178,7 +181,7 @@ SERVE_WATERFALL = (
     'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; utilization = 100%\n'
     'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
     'note: no batch makes this decode step compute-bound: the KV read grows as fast as the FLOPs\n'
-    'note: waterfall: each change is applied on top of the ones before it, to the same prompt and output lengths\n'
+    'note: waterfall: each change is applied on top of the ones before it, in the order given, to the same prompt and output lengths\n'
     '\n'
     'waterfall (each change on top of the ones before):\n'
     '  step                tokens/s     x      TPOT      TTFT     $/M out  binds      max batch\n'
@@ -271,3 +274,75 @@ def test_bad_input_is_one_line(run_cli, args, message):
     result = run_cli(*args, code=1)
     assert result.stderr == message
     assert result.stdout == ""
+
+
+# ------------------------------------------------------------------ review fixes
+WATERFALL_REPEAT_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--price', '2.95/h',
+                         '--waterfall', 'batch=32,precision=fp8,batch=128', '--waterfall', 'batch=100000,batch=256']
+WATERFALL_REPEAT_TAIL = (
+    'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 375 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
+    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; utilization = 100%\n'
+    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
+    'note: no batch makes this decode step compute-bound: the KV read grows as fast as the FLOPs\n'
+    'note: waterfall: each change is applied on top of the ones before it, in the order given, to the same prompt and output lengths\n'
+    '\n'
+    'waterfall (each change on top of the ones before):\n'
+    '  step           tokens/s      x      TPOT      TTFT     $/M out  binds            max batch\n'
+    '  baseline        165.3/s      -  6.049 ms  41.24 ms    $4.957/M  bandwidth              328\n'
+    '  batch=32         4106/s  24.84  7.793 ms  41.24 ms   $0.1995/M  bandwidth              328\n'
+    '  precision=fp8    6672/s   1.62  4.796 ms  20.62 ms   $0.1228/M  bandwidth              375\n'
+    '  batch=128       12555/s   1.88   10.2 ms  20.62 ms  $0.06527/M  bandwidth              375\n'
+    '  batch=100000          -      -         -         -           -  memory capacity        375\n'
+    '  batch=256       14717/s   1.17  17.39 ms  20.62 ms  $0.05568/M  bandwidth              375\n'
+)
+
+
+def test_waterfall_keeps_repeated_steps_and_marks_the_one_that_does_not_fit(run_cli):
+    """Every step in the order given (batch twice, then again), and batch=100000 (at most 375 sequences fit
+    with fp8 weights) as not fitting: no tokens/s, no speed-up, no $/M; batch=256 is compared with batch=128."""
+    out = run_cli(*WATERFALL_REPEAT_ARGS).stdout
+    assert out[out.index("warning ["):] == WATERFALL_REPEAT_TAIL
+
+
+def test_waterfall_chart_draws_no_gain_for_a_step_that_does_not_fit(run_cli, tmp_path):
+    from napkin.charts.serve import waterfall_chart
+
+    d = json.loads(run_cli(*WATERFALL_REPEAT_ARGS, "--json").stdout)
+    values = {v["step"]: v for v in waterfall_chart(d)["data"]["values"]}
+    huge = values["batch=100000"]
+    assert huge["change"] == "does not fit" and huge["label"] == "does not fit"
+    assert huge["start"] == huge["end"] == pytest.approx(values["batch=128"]["end"])  # no bar: no gain
+    assert values["batch=256"]["start"] == pytest.approx(values["batch=128"]["end"])
+    assert values["batch=256"]["change"] == "gain"
+    path = tmp_path / "w.svg"
+    run_cli(*WATERFALL_REPEAT_ARGS, "--chart", str(path))
+    assert "does not fit" in path.read_text()
+    # a knob repeated with the same value keeps its own column
+    d2 = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--waterfall", "batch=64,batch=64",
+                            "--json").stdout)
+    assert [v["step"] for v in waterfall_chart(d2)["data"]["values"]] == ["baseline", "batch=64", "batch=64 (2)"]
+
+
+def test_bill_without_break_even_says_so_in_words(run_cli):
+    out = run_cli("bill", "claude-haiku-3.5", "--self-hosted", "--serve-model", "llama-3.1-405b", "--gpu", "h100",
+                  "--gpus", "16", "--tp", "8", "--price", "5/h", "--as-of", "2025-10-01").stdout
+    assert "None" not in out and "breakeven" not in out
+    assert "note: no break-even volume: self-hosting never pays here, since even at full load (" in out
+
+
+def test_bill_as_of_before_the_price_date(run_cli):
+    out = run_cli("bill", "claude-sonnet-4", "--as-of", "2024-01-01").stdout
+    assert "price_age_days" not in out and "-589" not in out
+    assert ("warning [price-not-yet-listed]: the catalog price of Claude Sonnet 4 is dated 2025-08-12, 589 days "
+            "after --as-of 2024-01-01: it was not in force then") in out
+
+
+def test_serve_tp_beyond_the_scale_up_domain_warns(run_cli):
+    out = run_cli("serve", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "16").stdout
+    assert re.search(r"^  tp_link_bytes_per_s +50 GB/s$", out, re.M)
+    assert "warning [beyond-scale-up-domain]: TP 16 spans 2 scale-up domains of 8 H100 SXM (NVLink 4)" in out
+
+
+def test_waterfall_step_without_a_value_is_one_line(run_cli):
+    result = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--waterfall", "batch=64,fp8", code=1)
+    assert result.stderr == "error: waterfall must be NAME=VALUE; got fp8 (e.g. batch=64,precision=fp8,batch=128)\n"

@@ -108,3 +108,55 @@ def test_executors_give_the_same_plan(executor):
     assert split["pareto_front"] == one["pareto_front"]
     assert split["configurations"] == one["configurations"]
     assert any(f"{executor} executor" in n for n in split.notes)
+
+
+def test_ranking_columns_describe_one_operating_point():
+    """Each ranking row is at the target load: tok/s/GPU is what a GPU delivers (rate · output / total GPUs, so
+    $/M = price / 3600 / tok/s/GPU · 1e6) and TPOT is at that load; it was decode capacity beside a loaded TPOT.
+    Each Pareto row is at capacity: tok/s/GPU = batch / TPOT / GPUs."""
+    r = plan(gpu="h100-sxm", price="h100-sxm=2.50", rate="10/s", top=20)
+    for x in r["ranking"]:
+        assert x["operating_point"] == "target load"
+        assert x["tokens_per_s_per_gpu"] * x["total_gpus"] == pytest.approx(10 * 300)
+        assert x["usd_per_million_output_tokens"] == pytest.approx(2.5 / 3600 / x["tokens_per_s_per_gpu"] * 1e6)
+        assert x["tokens_per_s_per_user"] == pytest.approx(1 / x["tpot_s"])
+    for x in r["pareto_front"]:
+        assert x["operating_point"] == "capacity"
+        assert x["tokens_per_s_per_gpu"] == pytest.approx(x["batch"] / x["tpot_s"] / x["gpus"])
+        assert x["tokens_per_s_per_user"] == pytest.approx(1 / x["tpot_s"])
+    assert any(n.startswith("ranking: each row at the target load") for n in r.notes)
+
+
+def test_tp_beyond_the_scale_up_domain_is_priced_at_the_scale_out_bandwidth():
+    """405B on up to 64 H100s: TP 16/32/64 crosses HGX boards (8 GPUs over NVLink), so its all-reduces run at
+    50 GB/s per GPU (one 400 Gb/s NIC, DGX H100 User Guide), not 450 GB/s; the grid agrees with `napkin serve`."""
+    from napkin.plan.serve import PlanServeRequest, evaluate_grid
+    from napkin.request import parse_request
+
+    req = parse_request(PlanServeRequest, {"model": "llama-3.1-405b", "rate": "10/s", "gpu": "h100-sxm",
+                                           "max_gpus": 64, "batch": "8,64"})
+    a = evaluate_grid(req)["arrays"]
+    sizes = [1, 2, 4, 8, 16, 32, 64]
+    for n, t, bi, b in [(16, 16, 0, 8), (16, 16, 1, 64), (64, 64, 1, 64), (16, 8, 1, 64)]:
+        cell = (0, sizes.index(n), sizes.index(t), bi)
+        one = calculate("serve", model="llama-3.1-405b", gpu="h100", gpus=n, tp=t, batch=b)
+        assert a["tpot_s"][cell] == pytest.approx(one["decode_step_s"], rel=1e-9)
+        assert a["ttft_s"][cell] == pytest.approx(one["ttft_s"], rel=1e-9)
+        assert bool(a["beyond_scale_up"][cell]) == (t > 8)
+    # the prefill all-reduces of TP 16 at 50 GB/s: 126 layers x 2 x (2 · 15/16 · 1000 · 16384 · 2 B / 50 GB/s + 10 µs)
+    one = calculate("serve", model="llama-3.1-405b", gpu="h100", tp=16)
+    assert one["prefill_comm_s"] == pytest.approx(126 * 2 * (2 * 15 / 16 * 1000 * 16384 * 2 / 50e9 + 10e-6))
+    r = plan(model="llama-3.1-405b", gpu="h100-sxm", max_gpus=64)
+    a = {x.name: x for x in r.assumptions}
+    assert a["scale_out_bandwidth"].value == 50e9 and "h100-sxm 8 GPUs" in a["scale_out_bandwidth"].note
+    best = r["ranking"][0]
+    assert best["tp_beyond_scale_up"] == (best["tp"] > 8)
+    if best["tp"] > 8:
+        assert any("spans more than the 8 GPUs of one scale-up domain" in n for n in r.notes)
+    # within the domain nothing changes, and nothing is assumed
+    assert "scale_out_bandwidth" not in {x.name for x in plan(gpu="h100-sxm").assumptions}
+
+
+def test_prompt_beyond_the_context_window_warns():
+    r = plan(model="gpt2", gpu="h100-sxm", prompt=5000)
+    assert any(w.code == "context-too-long" and "1,024-token context window" in w.message for w in r.warnings)

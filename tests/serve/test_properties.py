@@ -122,3 +122,16 @@ def test_planner_grid_agrees_with_the_serve_calculator(model, gpu, n, t, batch):
     assert a["tpot_s"][cell] == pytest.approx(r["decode_step_s"], rel=1e-9)
     assert a["ttft_s"][cell] == pytest.approx(r["ttft_s"], rel=1e-9)
     assert bool(a["fits"][cell]) == r["fits"]
+
+
+def test_tp_link_leaves_the_scale_up_domain_at_the_scale_out_bandwidth():
+    """NVLink (450 GB/s each way) inside an 8-GPU HGX board; beyond it the 50 GB/s NIC per GPU binds the ring;
+    a link slower than the NIC (PCIe, 32 GB/s each way) stays the bound. Scalars and arrays alike."""
+    tp = np.array([1.0, 8.0, 16.0, 64.0])
+    got = sv.tp_link_bytes_per_s(tp, scale_up_domain=8, link_bytes_per_s_per_direction=450e9)
+    assert got.tolist() == [450e9, 450e9, 50e9, 50e9]
+    assert [sv.tp_link_bytes_per_s(t, scale_up_domain=8, link_bytes_per_s_per_direction=450e9) for t in (8, 16)] == [
+        450e9, 50e9]
+    assert sv.tp_link_bytes_per_s(2, scale_up_domain=1, link_bytes_per_s_per_direction=32e9) == 32e9
+    assert sv.tp_link_bytes_per_s(16, scale_up_domain=8, link_bytes_per_s_per_direction=450e9,
+                                  scale_out_bytes_per_s_per_gpu=100e9) == 100e9

@@ -152,3 +152,121 @@ def test_long_context_decode_counts_attention():
     long = serve(model="llama-3.1-70b", gpu="h100", gpus=8, prompt=120_000)
     # 4 · L · d · ctx = 4 · 80 · 8192 · 120k = 0.31 TFLOP per token on top of 2N = 0.14 TFLOP
     assert long["decode_flops_per_token"] > 3 * short["decode_flops_per_token"]
+
+
+# ------------------------------------------------------------------ review fixes
+def test_waterfall_keeps_every_step_in_the_order_given():
+    """A knob may repeat: batch=32, precision=fp8, batch=128 is three steps, in that order (it was a dict,
+    which kept one batch, the last, in the first batch's place)."""
+    r = serve(model="llama-3.1-8b", gpu="h100", price="2.95/h", waterfall="batch=32,precision=fp8,batch=128")
+    rows = r["waterfall"]
+    assert [x["step"] for x in rows] == ["baseline", "batch=32", "precision=fp8", "batch=128"]
+    assert [x["batch"] for x in rows] == [1, 32, 32, 128]
+    # each row is the serve calculator on the request as it stands after that step
+    for row, kw in zip(rows[1:], [dict(batch=32), dict(batch=32, precision="fp8"), dict(batch=128, precision="fp8")]):
+        assert row["tokens_per_s"] == pytest.approx(serve(model="llama-3.1-8b", gpu="h100", **kw)["tokens_per_s"])
+    assert rows[3]["speedup"] == pytest.approx(rows[3]["tokens_per_s"] / rows[2]["tokens_per_s"])
+    # repeated values arrive as a list too (the CLI's repeated --waterfall, the web form, a TOML array)
+    again = serve(model="llama-3.1-8b", gpu="h100", waterfall=["batch=64", "batch=64"])
+    assert [x["step"] for x in again["waterfall"]] == ["baseline", "batch=64", "batch=64"]
+    assert again["waterfall"][2]["speedup"] == pytest.approx(1.0)
+
+
+def test_waterfall_value_with_a_thousands_comma_stays_one_step():
+    r = serve(model="llama-3.1-8b", gpu="h100", gpus=8, prompt=100, output=100, waterfall="batch=1,024,precision=fp8")
+    assert [x["step"] for x in r["waterfall"]] == ["baseline", "batch=1,024", "precision=fp8"]
+    assert r["waterfall"][1]["batch"] == 1024
+
+
+def test_waterfall_step_that_does_not_fit_shows_no_gain():
+    """batch=100000 on one H100 holds at most 328 sequences of 1,300 tokens (8B, bf16): the step is marked as
+    not fitting, with no tokens/s, $/M or speed-up (it showed 17,945/s and "binds memory capacity" before), and
+    the next step that fits is compared with the last one that did."""
+    r = serve(model="llama-3.1-8b", gpu="h100", price="2.95/h", waterfall="batch=100000,precision=fp8,batch=256")
+    base, huge, fp8, b256 = r["waterfall"]
+    assert huge["fits"] is False and huge["max_batch"] == 328 and huge["binds"] == "memory capacity"
+    assert huge["tokens_per_s"] is None and huge["usd_per_million_output_tokens"] is None
+    assert "speedup" not in huge and huge["why"] == ("at most 328 sequences of 1,300 tokens fit on 1 x H100 SXM, "
+                                                     "not 100,000")
+    assert fp8["fits"] is False and fp8["max_batch"] == 375  # fp8 weights leave room for more, still not 100,000
+    assert b256["fits"] is True
+    assert b256["speedup"] == pytest.approx(b256["tokens_per_s"] / base["tokens_per_s"])
+    msgs = [w.message for w in r.warnings if w.code == "waterfall-does-not-fit"]
+    assert len(msgs) == 2 and "step batch=100000 does not fit" in msgs[0]
+    assert msgs[0].endswith("the next step that fits is compared with baseline")
+
+
+def test_waterfall_bad_step_is_one_line():
+    from napkin.errors import InputError
+
+    with pytest.raises(InputError, match=r"waterfall must be NAME=VALUE; got fp8 \(e\.g\."):
+        serve(model="llama-3.1-8b", gpu="h100", waterfall="batch=64,fp8")
+    with pytest.raises(InputError, match="waterfall has no value; got batch="):
+        serve(model="llama-3.1-8b", gpu="h100", waterfall="batch=")
+
+
+def test_tp_beyond_the_scale_up_domain_runs_at_the_scale_out_bandwidth():
+    """An HGX H100 board joins 8 GPUs over NVLink (450 GB/s each way); TP 16 spans two boards, and a ring
+    all-reduce runs at its slowest hop: one 400 Gb/s NIC per GPU, 50 GB/s (NVIDIA DGX H100 User Guide)."""
+    r = serve(model="llama-3.1-405b", gpu="h100", tp=16, batch=8, allreduce_latency="10us")
+    assert r["tp_link_bytes_per_s"] == 50e9
+    per = 2 * 15 / 16 * 8 * 16384 * 2 / 50e9 + 10e-6  # d_model 16384, batch 8, bf16 activations
+    assert r["decode_comm_s"] == pytest.approx(2 * 126 * per, rel=1e-12)
+    w = next(w.message for w in r.warnings if w.code == "beyond-scale-up-domain")
+    assert "TP 16 spans 2 scale-up domains of 8 H100 SXM" in w and "50 GB/s per GPU, not 450 GB/s" in w
+    a = {x.name: x for x in r.assumptions}
+    assert a["scale_out_bandwidth"].value == 50e9 and a["scale_out_bandwidth"].basis == "assumed"
+    given = serve(model="llama-3.1-405b", gpu="h100", tp=16, batch=8, scale_out_bandwidth="100GB/s")
+    assert given["tp_link_bytes_per_s"] == 100e9
+    assert {x.name: x.basis for x in given.assumptions}["scale_out_bandwidth"] == "given"
+    inside = serve(model="llama-3.1-405b", gpu="h100", tp=8, batch=8)
+    assert "tp_link_bytes_per_s" not in inside.results and "beyond-scale-up-domain" not in codes(inside)
+    # a bridged A100 PCIe pair is a domain of 2: TP 4 leaves the bridge (300 GB/s each way)
+    pcie = serve(model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=4)
+    assert pcie["tp_link_bytes_per_s"] == 50e9 and "beyond-scale-up-domain" in codes(pcie)
+    # an NVL72 rack is one domain of 72: TP 16 stays on NVLink
+    assert "beyond-scale-up-domain" not in codes(serve(model="llama-3.1-405b", gpu="gb200", tp=16))
+
+
+def test_prompt_beyond_the_context_window_warns():
+    """Llama 3.1 70B reads 131,072 tokens (model card: 128k); GPT-2 1,024 (n_positions)."""
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=8, prompt=300_000)
+    msg = next(w.message for w in r.warnings if w.code == "context-too-long")
+    assert msg.startswith("300,000 prompt + 300 output tokens exceed Llama 3.1 70B's 131,072-token context window")
+    gpt2 = serve(model="gpt2", gpu="h100", prompt=5000)
+    assert "1,024-token context window" in next(w.message for w in gpt2.warnings if w.code == "context-too-long")
+    edge = serve(model="gpt2", gpu="h100", prompt=724, output=300)  # 1,024 exactly: fits the window
+    assert "context-too-long" not in codes(edge)
+
+
+def _config(tmp_path, **over):
+    import json
+
+    cfg = {"model_type": "llama", "hidden_size": 8192, "num_attention_heads": 64, "num_hidden_layers": 80,
+           "intermediate_size": 28672, "vocab_size": 128256, "max_position_embeddings": 131072}
+    cfg.update(over)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def test_config_without_kv_heads_is_a_warning_and_keeps_the_loaders_note(tmp_path):
+    """Llama 3.1 70B's shape with num_key_value_heads left out: read as MHA (64 KV heads, the transformers
+    default), 8x the real cache; serve warns and keeps the loader's note."""
+    r = serve(model=_config(tmp_path), gpu="h100", gpus=8)
+    msg = next(w.message for w in r.warnings if w.code == "kv-heads")
+    assert "has no num_key_value_heads, so it is read as MHA with 64 KV heads" in msg and "(8x with 8 KV heads)" in msg
+    assert any(n.startswith("num_key_value_heads is absent: read as MHA") for n in r.notes)
+    assert r["kv_bytes_per_token"] == 2 * 80 * 64 * 128 * 2  # 2.6 MB: 8x the 327.7 kB of the real 70B
+
+
+def test_config_listing_one_kv_head_per_query_head_is_a_warning(tmp_path):
+    r = serve(model=_config(tmp_path, num_key_value_heads=64), gpu="h100", gpus=8)
+    msg = next(w.message for w in r.warnings if w.code == "kv-heads")
+    assert "lists as many KV heads as query heads (64) at d_model 8,192" in msg
+    ok = serve(model=_config(tmp_path, num_key_value_heads=8), gpu="h100", gpus=8)
+    assert "kv-heads" not in codes(ok)
+    # a catalog MHA entry is checked against its published count: a note, not a warning (GPT-3: 96 heads)
+    gpt3 = serve(model="gpt-3-175b", gpu="h100", gpus=8)
+    assert "kv-heads" not in codes(gpt3) and any("caches K and V for all 96 heads" in n for n in gpt3.notes)

@@ -212,7 +212,13 @@ def bill_request(r: Report, req: BillRequest, p: ApiPrice, today: dt.date) -> No
     if p.key != "custom":
         age = (today - parse_date(p.date, "date")).days
         r.set("price_date", p.date)
-        r.set("price_age_days", age, "count")
+        if age >= 0:
+            r.set("price_age_days", age, "count")
+        else:  # no negative age: the catalog holds one dated price, and on this date it was not yet in force
+            r.warn("price-not-yet-listed", f"the catalog price of {p.name} is dated {p.date}, {-age} days after "
+                                           f"--as-of {today.isoformat()}: it was not in force then, so this bill is at "
+                                           f"the {p.date} price, not the one of {today.isoformat()} (give "
+                                           "--input-price and --output-price for that date's prices)")
         r.set("price_source", p.source)
         if age > STALE_DAYS:
             r.warn("stale-prices", f"these prices are {age} days old ({p.date}): check {p.source}")
@@ -256,9 +262,15 @@ def compare_all(r: Report, req: BillRequest, today: dt.date) -> None:
     for p in api_prices().values():
         b = bill_one(p, input_tokens=req.input, output_tokens=req.output, cached=req.cached,
                      cache_write=req.cache_write, batch=req.batch)
-        rows.append({"model": p.key, "provider": p.provider, "usd": b["usd"], "tier": b["tier"],
-                     "date": p.date, "age_days": (today - parse_date(p.date, "date")).days})
+        age = (today - parse_date(p.date, "date")).days
+        rows.append({"model": p.key, "provider": p.provider, "usd": b["usd"], "tier": b["tier"], "date": p.date,
+                     **({"age_days": age} if age >= 0 else {})})  # no age before the price existed: see the warning
     rows.sort(key=lambda x: x["usd"])
+    later = [x["model"] for x in rows if "age_days" not in x]
+    if later:
+        r.warn("price-not-yet-listed", f"{len(later)} of {len(rows)} catalog prices are dated after --as-of "
+                                       f"{today.isoformat()} ({', '.join(later)}): they were not in force then, so "
+                                       "their age shows as '-' and their bills are at their own, later dates")
     if not r.title.startswith("API bill:"):
         r.title = "API bill: every catalog model"
     r.set("compare", rows)
@@ -295,6 +307,8 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
         return
     conc = req.concurrency if req.concurrency is not None else min(64, mb)
     sub = run_serve(ServeRequest(**base, batch=conc))
+    for w in sub.warnings:  # what the serving calculator says of this replica (context, TP span, fit, ...)
+        r.warn(w.code, "self-hosted: " + w.message)
     r.set("self_hosted_fits", bool(sub["fits"]))
     r.set("self_hosted_concurrency", conc, "count")
     if req.concurrency is None:
@@ -317,12 +331,13 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     cap = r.step("self_hosted_requests_per_month", "month / (ttft + output / tokens_per_s)", value=MONTH_S / replica_s,
                  unit="count", replica_s_per_request=(replica_s, "seconds"))
     if not api_usd:
+        r.note("no break-even volume: the API bill for this request is $0, so no volume of it pays for a replica")
         return
     be = month / api_usd
-    if be > cap:
-        r.set("breakeven_requests_per_month", None)
-        r.note(f"self-hosting never breaks even here: even at full load one replica costs "
-               f"${month / cap:.4g} a request, more than the API's ${api_usd:.4g}")
+    if be > cap:  # no breakeven_* keys: there is no such volume, and the note says why
+        r.note(f"no break-even volume: self-hosting never pays here, since even at full load "
+               f"({cap:,.0f} requests a month) one replica costs ${month / cap:.4g} a request, more than the API's "
+               f"${api_usd:.4g}; the API is cheaper at every volume")
         return
     r.step("breakeven_requests_per_month", "self_hosted_usd_per_month / api usd per request", value=be, unit="count",
            api_usd=(api_usd, "usd"))

@@ -73,9 +73,13 @@ class ServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     draft_tokens: Annotated[int, field("int", "tokens the draft proposes per verification", gt=0, le=64)] = 4
     acceptance: Annotated[float | None, field("fraction", "probability the target accepts a drafted token "
                                                          "(default 0.7)", ge=0, le=1)] = None
-    waterfall: Annotated[dict[str, str], field(
-        "text", "changes applied one at a time to this workload: batch=64,precision=fp8,tp=2,...",
-        example="batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b")] = {}
+    scale_out_bandwidth: Annotated[float | None, field(
+        "bytes_per_s", "per-GPU bandwidth, one direction, of a TP all-reduce that spans more GPUs than the "
+        "scale-up domain (default 50 GB/s: one 400 Gb/s NIC per GPU)", gt=0)] = None
+    waterfall: Annotated[list[str], field(
+        "text", "NAME=VALUE changes applied one at a time, in order, to this workload (a knob may repeat): "
+                "batch=64,precision=fp8,tp=2,...",
+        example="batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b")] = []
     calibration: Annotated[str | None, field("path", "calibration TOML from `napkin measure` (measured efficiencies)")] = None
 
 
@@ -172,8 +176,35 @@ def setup(req: ServeRequest, r: Report) -> Setup:
              basis="catalog")
     r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)", unit="bytes_per_s",
              basis="catalog")
+    if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
+        link = float(sv.tp_link_bytes_per_s(tp, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
+                                            scale_out_bytes_per_s_per_gpu=scale_out_of(req)))
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s,
                  link if link is not None else math.inf, mfu, bw_eff, req.allreduce_latency)
+
+
+def scale_out_of(req: Any) -> float:
+    """The per-GPU scale-out bandwidth a TP all-reduce gets beyond the scale-up domain: given or assumed."""
+    return req.scale_out_bandwidth if req.scale_out_bandwidth is not None else sv.SCALE_OUT_BYTES_PER_S_PER_GPU
+
+
+def beyond_scale_up(r: Report, s: Setup, req: ServeRequest) -> bool:
+    """Record the all-reduce link of a TP group larger than the scale-up domain; True when it is slower."""
+    g = s.g
+    link = g.link_bytes_per_s_per_direction
+    if link is None or s.tp <= g.scale_up_domain or s.link >= link:
+        return False
+    r.assume("scale_out_bandwidth", scale_out_of(req),
+             "per GPU, one direction, beyond the scale-up domain" + (
+                 "" if req.scale_out_bandwidth is not None else
+                 ": one 400 Gb/s NIC per GPU (NVIDIA DGX H100 User Guide, Network Modules: eight ConnectX-7 "
+                 "InfiniBand NDR ports, one per GPU)"),
+             unit="bytes_per_s", basis="given" if req.scale_out_bandwidth is not None else "assumed")
+    r.step("tp_link_bytes_per_s", "min(scale-up link, scale-out per GPU), since tp > scale_up_domain", value=s.link,
+           unit="bytes_per_s", tp=s.tp, scale_up_domain=g.scale_up_domain, link=(link, "bytes_per_s"),
+           scale_out=(scale_out_of(req), "bytes_per_s"),
+           note=f"a ring all-reduce runs at its slowest hop; {g.link_name} joins {g.scale_up_domain} GPUs")
+    return True
 
 
 def efficiencies(req: ServeRequest, g: Accelerator, cp: str, r: Report) -> tuple[float, float]:
@@ -248,6 +279,12 @@ def run_serve(req: ServeRequest) -> Report:
         r.set("pp", s.pp, "count")
     r.set("batch", req.batch, "count")
     check_heads(r, m)
+    if m.key.startswith("hf:") and m.note:
+        r.note(m.note)  # how the config was read (an absent key, a bias not counted): the loader's words
+    if m.max_context and req.prompt + req.output > m.max_context:
+        r.warn("context-too-long", f"{req.prompt:,.0f} prompt + {req.output:,.0f} output tokens exceed {m.name}'s "
+                                   f"{m.max_context:,}-token context window; the figures below are what it would "
+                                   "cost if it did not")
 
     # ---------------------------------------------------------------- weights
     n_total, n_active = m.params, m.active_params
@@ -373,6 +410,7 @@ def run_serve(req: ServeRequest) -> Report:
                                    f"FLOPs: 2N alone undercounts")
     r.step("prefill_compute_s", "prefill_flops / (tp · peak · mfu)", value=pf / (s.tp * s.peak * s.mfu),
            unit="seconds", tp=s.tp, peak=(s.peak, "flops_per_s"), mfu=s.mfu)
+    far = beyond_scale_up(r, s, req)
     pre_comm = float(sv.tp_comm_seconds(m.n_layers, message_bytes=new * m.d_model * sv.ACTIVATION_BYTES, tp=s.tp,
                                         link_bytes_per_s_per_direction=s.link, latency_s=req.allreduce_latency))
     if s.tp > 1:
@@ -431,6 +469,13 @@ def run_serve(req: ServeRequest) -> Report:
                     value=s.pp * (max(mem_s, comp_s) + comm_s), unit="seconds", pp=s.pp)
     bound = bound_of(mem_s, comp_s, comm_s)
     r.set("bound", bound)
+    if far:
+        r.warn("beyond-scale-up-domain",
+               f"TP {s.tp} spans {math.ceil(s.tp / g.scale_up_domain)} scale-up domains of {g.scale_up_domain} "
+               f"{g.name} ({g.link_name}): its all-reduces cross the scale-out network at {_fmt(s.link, 'bytes_per_s')} "
+               f"per GPU, not {_fmt(g.link_bytes_per_s_per_direction, 'bytes_per_s')}, so {_fmt(comm_s, 'seconds')} of "
+               f"each {_fmt(s.pp * (max(mem_s, comp_s) + comm_s), 'seconds')} decode step is communication; "
+               f"keep TP within {g.scale_up_domain} GPUs and use pipeline stages across domains")
     if s.pp > 1:
         r.note(f"{s.pp} pipeline stages hold more memory but a token passes them in turn: they add throughput only "
                f"with at least {s.pp} micro-batches in flight")
@@ -541,10 +586,21 @@ def catalog_gpu_hour(key: str) -> tuple[float, str] | None:
     return float(entry["usd_per_gpu_hour"]), str(entry.get("date", "undated"))
 
 
+# the Hugging Face loader's note when a Llama-family config.json has no num_key_value_heads
+ABSENT_KV_HEADS = "num_key_value_heads is absent"
+
+
 def check_heads(r: Report, m: ModelSpec) -> None:
-    """Warn where a config looks like it confused query heads with KV heads."""
+    """Warn where a config looks like it confused query heads with KV heads (issue 6: "GQA ... and a
+    warning if a config looks like it confused them"): KV heads that do not divide the query heads,
+    a GQA/MQA model listing as many KV heads as query heads, a config.json with no
+    num_key_value_heads (read as MHA), and a large config.json that lists one KV head per query head.
+    Catalog entries are checked against their published parameter counts, so a large MHA entry
+    (GPT-3) gets a note, not a warning."""
     if m.attention == "mla":
         return
+    config = m.key.startswith("hf:")
+    group8 = f" ({m.n_heads // 8}x with 8 KV heads)" if m.n_heads > 8 and m.n_heads % 8 == 0 else ""
     if m.n_heads % m.n_kv_heads:
         r.warn("kv-heads", f"{m.n_kv_heads} KV heads do not divide {m.n_heads} query heads: check n_kv_heads "
                            "(num_key_value_heads) in the config")
@@ -552,24 +608,64 @@ def check_heads(r: Report, m: ModelSpec) -> None:
         r.warn("kv-heads", f"{m.name} is marked {m.attention.upper()} but lists as many KV heads as query heads "
                            f"({m.n_heads}): if it shares KV heads, the config confused them and the KV cache "
                            "here is too large by the group size")
+    elif config and ABSENT_KV_HEADS in m.note:
+        r.warn("kv-heads", f"the config of {m.name} has no num_key_value_heads, so it is read as MHA with "
+                           f"{m.n_kv_heads} KV heads (the transformers default): if the checkpoint shares KV heads "
+                           f"(GQA), the KV cache here is too large by heads / kv_heads{group8}: check the model card "
+                           "and add num_key_value_heads")
     elif m.n_kv_heads == m.n_heads and m.n_heads >= 32 and m.d_model >= 4096:
-        r.note(f"{m.name} caches K and V for all {m.n_heads} heads (MHA); a GQA model whose config omits "
-               "num_key_value_heads would look the same, with a KV cache 8x too large")
+        if config:
+            r.warn("kv-heads", f"the config of {m.name} lists as many KV heads as query heads ({m.n_heads}) at "
+                               f"d_model {m.d_model:,}: models this size usually share KV heads (GQA); if this one "
+                               f"does, the config confused them and the KV cache here is too large by the group "
+                               f"size{group8}")
+        else:  # a catalog entry: its head counts are checked against the published parameter count
+            r.note(f"{m.name} caches K and V for all {m.n_heads} heads (MHA); a GQA model whose config omits "
+                   "num_key_value_heads would look the same, with a KV cache 8x too large")
 
 
 # ------------------------------------------------------------------------------ waterfall
-def run_waterfall(r: Report, req: ServeRequest) -> None:
-    """Apply each change in turn to the same workload; record tokens/s, $/M and what binds."""
-    from napkin.request import parse_value, fields
+def waterfall_steps(raw: list[str]) -> list[tuple[str, str, str]]:
+    """(field, value, label) of each NAME=VALUE step, in the order given; a knob may repeat.
 
-    infos = {f.name: f for f in fields(ServeRequest)}
-    cur = msgspec.structs.replace(req, waterfall={})
-    rows = [waterfall_row("baseline", cur)]
-    for raw_key, raw_val in req.waterfall.items():
-        key = raw_key.replace("-", "_").strip()
+    The steps arrive split at commas (a list field), so a piece with no ``=`` that starts
+    with a digit is the thousands group of the value before it (``batch=1,024``) and goes
+    back on it, as for NAME=VALUE pairs elsewhere (napkin.request._split_pairs).
+    """
+    pieces: list[str] = []
+    for piece in (str(p).strip() for p in raw):
+        if pieces and "=" in pieces[-1] and "=" not in piece and piece[:1].isdigit():
+            pieces[-1] += "," + piece
+        elif piece:
+            pieces.append(piece)
+    steps = []
+    for label in pieces:
+        if "=" not in label:
+            raise InputError("waterfall", label, "must be NAME=VALUE", "e.g. batch=64,precision=fp8,batch=128")
+        raw_key, raw_val = (x.strip() for x in label.split("=", 1))
+        key = raw_key.replace("-", "_")
         if key not in WATERFALL_KNOBS:
             raise InputError("waterfall", f"{raw_key}={raw_val}", "has a knob napkin does not vary",
                              "use one of " + ", ".join(k.replace("_", "-") for k in WATERFALL_KNOBS))
+        if not raw_val:
+            raise InputError("waterfall", label, "has no value", f"write {raw_key}=VALUE")
+        steps.append((key, raw_val, f"{raw_key}={raw_val}"))
+    return steps
+
+
+def run_waterfall(r: Report, req: ServeRequest) -> None:
+    """Apply each change in turn to the same workload; record tokens/s, $/M and what binds.
+
+    A step that does not fit in memory is marked so (fits false, no throughput, cost or
+    speed-up) rather than shown with the speed it would have if it fit; the next step that
+    fits is compared with the last one that did.
+    """
+    from napkin.request import fields, parse_value
+
+    infos = {f.name: f for f in fields(ServeRequest)}
+    cur = msgspec.structs.replace(req, waterfall=[])
+    rows = [waterfall_row("baseline", cur, r)]
+    for key, raw_val, label in waterfall_steps(req.waterfall):
         value = parse_value(infos[key], raw_val)
         changes: dict[str, Any] = {key: value}
         if key == "tp":
@@ -577,27 +673,40 @@ def run_waterfall(r: Report, req: ServeRequest) -> None:
             if gpus == tp:
                 changes["gpus"] = None  # a pure tensor-parallel replica stays one: its GPUs follow the TP degree
         cur = msgspec.structs.replace(cur, **changes)
-        rows.append(waterfall_row(f"{raw_key}={raw_val}", cur))
-    for prev, row in zip(rows, rows[1:]):
-        row["speedup"] = row["tokens_per_s"] / prev["tokens_per_s"]
+        rows.append(waterfall_row(label, cur, r))
+    last: dict | None = None  # the last step that fits
+    for row in rows:
+        if not row["fits"]:
+            after = f"; the next step that fits is compared with {last['step']}" if last else ""
+            r.warn("waterfall-does-not-fit", f"step {row['step']} does not fit ({row['why']}): it shows no tokens/s, "
+                                             f"$/M or speed-up{after}")
+        elif row is not rows[0]:
+            row["speedup"] = row["tokens_per_s"] / last["tokens_per_s"] if last else None
+        if row["fits"]:
+            last = row
     r.set("waterfall", rows)
-    r.note("waterfall: each change is applied on top of the ones before it, to the same prompt and output lengths")
+    r.note("waterfall: each change is applied on top of the ones before it, in the order given, to the same prompt "
+           "and output lengths")
 
 
-def waterfall_row(label: str, req: ServeRequest) -> dict:
+def waterfall_row(label: str, req: ServeRequest, r: Report) -> dict:
     sub = run_serve(req)
+    seen = {w.code for w in r.warnings}
+    for w in sub.warnings:  # what a step brings (TP beyond the scale-up domain, ...), once per kind
+        if w.code not in seen and w.code != "does-not-fit":
+            r.warn(w.code, f"at waterfall step {label}: {w.message}")
+            seen.add(w.code)
     fits = bool(sub["fits"])
-    return {
-        "step": label,
-        "tokens_per_s": sub["tokens_per_s"],
-        "tpot_s": sub["tpot_s"],
-        "ttft_s": sub["ttft_s"],
-        "usd_per_million_output_tokens": sub.get("usd_per_million_output_tokens"),
-        "fits": fits,
-        "max_batch": sub["max_batch"],
-        "binds": "memory capacity" if not fits else sub["bound"],
-        "gpus": sub["gpus"],
-    }
+    mb = sub["max_batch"]
+    row = {"step": label, "batch": req.batch, "gpus": sub["gpus"], "fits": fits, "max_batch": mb}
+    if not fits:
+        ctx = req.prompt + req.output
+        why = (f"the weights alone overflow {sub['gpus']} x {sub['gpu']}" if mb == 0 else
+               f"at most {mb:,} sequences of {ctx:,.0f} tokens fit on {sub['gpus']} x {sub['gpu']}, not {req.batch:,}")
+        return {**row, "tokens_per_s": None, "tpot_s": None, "ttft_s": None, "usd_per_million_output_tokens": None,
+                "binds": "memory capacity", "why": why}
+    return {**row, "tokens_per_s": sub["tokens_per_s"], "tpot_s": sub["tpot_s"], "ttft_s": sub["ttft_s"],
+            "usd_per_million_output_tokens": sub.get("usd_per_million_output_tokens"), "binds": sub["bound"]}
 
 
 def _charts(report: Any) -> dict[str, dict]:

@@ -95,17 +95,32 @@ def memory_chart(report: Any) -> dict:
 
 
 def waterfall_chart(report: Any) -> dict:
-    """Tokens/s after each change, as a waterfall: each bar rises (or falls) from the previous level."""
+    """Tokens/s after each change, as a waterfall: each bar rises (or falls) from the previous level.
+
+    A step that does not fit in memory has no throughput: it is drawn as a grey tick at the
+    level of the last step that fit, labelled "does not fit", never as a gain; the next step
+    that fits rises or falls from that level.
+    """
     d = _d(report)
     rows = d["waterfall"]
     values = []
-    prev = 0.0
+    prev: float | None = None  # tokens/s of the last step that fit
+    seen: dict[str, int] = {}
     for i, row in enumerate(rows):
-        tps = float(row["tokens_per_s"])
-        start = 0.0 if i == 0 else prev
-        values.append({"step": row["step"], "order": i, "start": start, "end": tps,
-                       "change": "baseline" if i == 0 else ("gain" if tps >= prev else "loss"),
-                       "binds": row["binds"], "tokens_per_s": tps,
+        seen[row["step"]] = seen.get(row["step"], 0) + 1
+        # a knob may repeat (batch=64,...,batch=64): each step keeps its own column
+        step = row["step"] if seen[row["step"]] == 1 else f"{row['step']} ({seen[row['step']]})"
+        tps = row.get("tokens_per_s")
+        if not row.get("fits", True) or tps is None:
+            level = prev or 0.0
+            values.append({"step": step, "order": i, "start": level, "end": level, "change": "does not fit",
+                           "binds": row.get("binds"), "label": "does not fit", "max_batch": row.get("max_batch"),
+                           "tokens_per_s": None, "usd": None})
+            continue
+        tps = float(tps)
+        values.append({"step": step, "order": i, "start": 0.0 if prev is None else prev, "end": tps,
+                       "change": "baseline" if prev is None else ("gain" if tps >= prev else "loss"),
+                       "binds": row["binds"], "label": row["binds"], "tokens_per_s": tps,
                        "usd": row.get("usd_per_million_output_tokens")})
         prev = tps
     x = {"field": "step", "type": "nominal", "sort": [v["step"] for v in values], "title": None,
@@ -119,12 +134,17 @@ def waterfall_chart(report: Any) -> dict:
                 "y": {"field": "start", "type": "quantitative", "title": "tokens/s"},
                 "y2": {"field": "end"},
                 "color": {"field": "change", "type": "nominal",
-                          "scale": {"domain": ["baseline", "gain", "loss"],
-                                    "range": ["#4c78a8", "#54a24b", "#e45756"]}},
+                          "scale": {"domain": ["baseline", "gain", "loss", "does not fit"],
+                                    "range": ["#4c78a8", "#54a24b", "#e45756", "#9e9e9e"]}},
                 "tooltip": [{"field": "step"}, {"field": "tokens_per_s", "format": ",.0f"},
                             {"field": "binds"}, {"field": "usd", "format": "$.3f", "title": "$/M output"}]}},
+            {"transform": [{"filter": "datum.change === 'does not fit'"}],
+             "mark": {"type": "tick", "color": "#9e9e9e", "thickness": 3},
+             "encoding": {"x": x, "y": {"field": "end", "type": "quantitative"},
+                          "tooltip": [{"field": "step"}, {"field": "label"},
+                                      {"field": "max_batch", "format": ",.0f", "title": "max batch"}]}},
             {"mark": {"type": "text", "dy": -8}, "encoding": {
-                "x": x, "y": {"field": "end", "type": "quantitative"}, "text": {"field": "binds"}}},
+                "x": x, "y": {"field": "end", "type": "quantitative"}, "text": {"field": "label"}}},
         ],
     }
 

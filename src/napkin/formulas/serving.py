@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from napkin.units import MILLION
+from napkin.units import GIGA, MILLION
 
 ALLREDUCES_PER_LAYER = 2.0  # Megatron TP: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # bf16 activations travel in the all-reduce whatever the weight format
+# One 400 Gb/s NIC per GPU, one direction: 50 GB/s. NVIDIA DGX H100 User Guide, "Network
+# Modules": eight ConnectX-7 InfiniBand NDR ports, one per GPU (the HGX reference design).
+SCALE_OUT_BYTES_PER_S_PER_GPU = 400 * GIGA / 8  # 400 Gb/s in bytes
 
 
 def _scalar(*xs: Any) -> bool:
@@ -41,6 +44,22 @@ def _maximum(a: Any, b: Any) -> Any:
 
 def _ceil(x: Any) -> Any:
     return -((-x) // 1)
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    if _scalar(a, b):
+        return min(a, b)
+    import numpy as np
+
+    return np.minimum(a, b)
+
+
+def _where(cond: Any, a: Any, b: Any) -> Any:
+    if _scalar(cond, a, b):
+        return a if cond else b
+    import numpy as np
+
+    return np.where(cond, a, b)
 
 
 # ------------------------------------------------------------------------ memory
@@ -138,6 +157,25 @@ def tp_allreduce_seconds(message_bytes: Any, *, tp: Any, link_bytes_per_s_per_di
     """
     volume = 2.0 * (tp - 1.0) / tp * message_bytes
     return volume / link_bytes_per_s_per_direction + latency_s * (tp > 1)
+
+
+def tp_link_bytes_per_s(tp: Any, *, scale_up_domain: Any, link_bytes_per_s_per_direction: Any,
+                        scale_out_bytes_per_s_per_gpu: Any = SCALE_OUT_BYTES_PER_S_PER_GPU) -> Any:
+    """link = scale-up link   if tp ≤ domain,   else min(scale-up link, scale-out per GPU)
+
+    The bandwidth one rank of a tensor-parallel ring all-reduce gets, one direction. Within
+    the scale-up domain (8 GPUs on an HGX board, 72 in an NVL72 rack) every hop is NVLink;
+    a group larger than the domain must cross the scale-out network, and a ring moves as
+    fast as its slowest hop, so every rank's 2·(tp − 1)/tp · message waits on the NIC.
+    Trap: pricing TP 16 on H100s at NVLink speed (450 GB/s per direction): two HGX boards
+    talk over one 400 Gb/s NIC per GPU, 50 GB/s, 9x slower, on every one of the 2 · L
+    all-reduces of every decode step.
+    Source: ring all-reduce (Patarasuk and Yuan 2009: bandwidth term set by the slowest
+    link); NVIDIA DGX H100 User Guide (one 400 Gb/s ConnectX-7 per GPU); scale-up domain
+    sizes in catalog/gpus.toml (scale_up_source).
+    """
+    return _where(tp <= scale_up_domain, link_bytes_per_s_per_direction,
+                  _minimum(link_bytes_per_s_per_direction, scale_out_bytes_per_s_per_gpu))
 
 
 def tp_comm_seconds(n_layers: Any, *, message_bytes: Any, tp: Any, link_bytes_per_s_per_direction: Any,

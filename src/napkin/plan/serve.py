@@ -7,7 +7,8 @@ through :func:`napkin.calculators.serve.stage_parts`); the replica count is then
 smallest that carries the rate at the target utilisation. Simplifications, stated in the
 output: no queueing model beyond a utilisation target; static roofline efficiencies (one
 MFU, one bandwidth efficiency for every GPU and batch); prefills run whole (no chunking)
-and pause decoding; a replica's GPUs share one NVLink-class domain.
+and pause decoding; a TP group larger than the GPU's scale-up domain (8 on an HGX board)
+runs its all-reduces at the scale-out bandwidth, and pipeline hops are not costed.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import catalog
+from napkin import catalog, units
 from napkin.calculators import Calculator
 from napkin.calculators.basics import kv_window_note
 from napkin.calculators.serve import (
     DEFAULT_ALLREDUCE_LATENCY_S, DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_MFU, Setup, catalog_gpu_hour,
-    compute_precision_for, d_attn_of, moe_split, stage_parts,
+    compute_precision_for, d_attn_of, moe_split, scale_out_of, stage_parts,
 )
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -39,7 +40,8 @@ SIMPLIFICATIONS = (
     "no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica",
     "static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree",
     "prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load",
-    "a replica's GPUs share one NVLink-class domain; GPUs beyond the TP degree are pipeline stages",
+    "a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger "
+    "one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed",
 )
 
 
@@ -67,6 +69,9 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
         DEFAULT_BANDWIDTH_EFFICIENCY)
     allreduce_latency: Annotated[float, field("seconds", "fixed cost of one TP all-reduce", ge=0)] = (
         DEFAULT_ALLREDUCE_LATENCY_S)
+    scale_out_bandwidth: Annotated[float | None, field(
+        "bytes_per_s", "per-GPU bandwidth, one direction, of a TP all-reduce that spans more GPUs than the "
+        "scale-up domain (default 50 GB/s: one 400 Gb/s NIC per GPU)", gt=0)] = None
     usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = 0.9
     top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
     executor: Annotated[str, field("choice", "evaluate in this process, a local pool, or dask.distributed "
@@ -101,6 +106,7 @@ def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
             rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
                          "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": g.memory_bytes,
                          "link": link if link else math.inf, "has_link": link is not None,
+                         "domain": g.scale_up_domain,
                          "b_w": bytes_per_value(p), "price": price if price is not None else math.nan})
     if not rows:
         raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
@@ -115,7 +121,7 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
     m = catalog.model(req.model)
     hw = _hardware(req, r)
     H = {k: np.array([h[k] for h in hw], dtype=float)[:, None, None, None]
-         for k in ("peak", "bw", "mem", "link", "b_w", "price")}
+         for k in ("peak", "bw", "mem", "link", "b_w", "price", "domain")}
     has_link = np.array([h["has_link"] for h in hw])[:, None, None, None]
     sizes = [2**i for i in range(7) if 2**i <= req.max_gpus]
     n = np.array(sizes, dtype=float)[None, :, None, None]
@@ -127,6 +133,9 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         pp = np.maximum(n / t, 1.0)
         latent = m.attention == "mla"
         shards = sv.kv_shards(t, n_kv_heads=m.n_kv_heads, latent=latent)
+        # a TP group beyond the scale-up domain all-reduces over the scale-out network
+        link = sv.tp_link_bytes_per_s(t, scale_up_domain=H["domain"], link_bytes_per_s_per_direction=H["link"],
+                                      scale_out_bytes_per_s_per_gpu=scale_out_of(req))
         b_kv = bytes_per_value(req.kv_precision, "kv_precision")
         kv_tok = m.kv_bytes_per_token(b_kv)
         ctx_max = req.prompt + req.output
@@ -144,7 +153,7 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         pf = 2.0 * m.active_params * new + sv.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=new,
                                                                        cached_tokens=prefix)
         pre_comm = sv.tp_comm_seconds(m.n_layers, message_bytes=new * m.d_model * sv.ACTIVATION_BYTES, tp=t,
-                                      link_bytes_per_s_per_direction=H["link"], latency_s=req.allreduce_latency)
+                                      link_bytes_per_s_per_direction=link, latency_s=req.allreduce_latency)
         ttft = sv.prefill_seconds(pf, weights_bytes=W, n_gpus=t, dense_flops_per_s=H["peak"], mfu=req.mfu,
                                   memory_bytes_per_s=H["bw"], bandwidth_efficiency=req.bandwidth_efficiency,
                                   comm_s=pre_comm)
@@ -152,7 +161,7 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         ctx_avg = req.prompt + req.output / 2.0
         fpt = sv.decode_flops_per_token(m.active_params, n_layers=m.n_layers, d_attn=d_attn, context_tokens=ctx_avg)
         shared_p, routed_p = moe_split(m)
-        s = Setup(m, None, n, t, pp, "", "", H["b_w"], b_kv, H["peak"], H["bw"], H["link"], req.mfu,  # type: ignore[arg-type]
+        s = Setup(m, None, n, t, pp, "", "", H["b_w"], b_kv, H["peak"], H["bw"], link, req.mfu,  # type: ignore[arg-type]
                   req.bandwidth_efficiency, req.allreduce_latency)
         mem_s, comp_s, comm_s = stage_parts(s, B, shared_bytes=shared_p * H["b_w"], routed_bytes=routed_p * H["b_w"],
                                             kv_read_per_seq=kv_tok * m.kv_held_tokens(ctx_avg), flops_per_token=fpt,
@@ -166,11 +175,14 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         tpot_eff = tpot / np.maximum(1.0 - interference, 1e-9)
         ok = valid & fits & (ttft <= req.ttft) & (tpot_eff <= req.tpot) & (interference < 1.0)
         fleet = replicas * n * H["price"]
+        per_gpu_at_load = req.rate * req.output / (replicas * n)  # what each GPU delivers at the target rate
+        beyond = (t > H["domain"]) & (link < H["link"])  # all-reduces priced at the scale-out bandwidth
         usd_m = fleet / HOUR / (req.rate * req.output) * MILLION
     shape = np.broadcast_shapes(valid.shape, B.shape, H["peak"].shape)
     bc = {k: np.broadcast_to(v, shape) for k, v in {
         "valid": valid, "fits": fits, "ok": ok, "ttft_s": ttft, "tpot_s": tpot, "tpot_at_load_s": tpot_eff,
         "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / n, "replicas": replicas, "fleet_usd_per_hour": fleet,
+        "tokens_per_s_per_gpu_at_load": per_gpu_at_load, "beyond_scale_up": beyond,
         "usd_per_million_output_tokens": usd_m, "gpus": n, "tp": t, "pp": pp, "batch": B,
         "bound_compute": comp_s > mem_s, "bound_comm": comm_s > np.maximum(mem_s, comp_s),
         "replica_utilization": per_rep / lam_max}.items()}
@@ -215,16 +227,22 @@ def evaluate(req: PlanServeRequest, r: Report) -> dict[str, Any]:
             "valid_configurations": sum(p["valid_configurations"] for p in parts)}
 
 
-def _row(a: dict, hw: list[dict], i: tuple) -> dict:
+def _row(a: dict, hw: list[dict], i: tuple, *, at_load: bool = True) -> dict:
+    """One configuration's figures at one operating point, the same for every column: at the target
+    load (the ranking: TPOT with the prefill pauses of the requests each replica takes, tokens/s per
+    GPU what each GPU delivers) or at capacity (the Pareto front: a full batch decoding, no prefills,
+    so tokens/s per GPU = batch / TPOT / GPUs)."""
     h = hw[int(a["hw"][i])]
+    tpot = float(a["tpot_at_load_s"][i] if at_load else a["tpot_s"][i])
+    per_gpu = float(a["tokens_per_s_per_gpu_at_load"][i] if at_load else a["tokens_per_s_per_gpu"][i])
     bound = "communication" if a["bound_comm"][i] else ("compute" if a["bound_compute"][i] else "bandwidth")
     usd = float(a["usd_per_million_output_tokens"][i])
     return {"gpu": h["key"], "precision": h["precision"], "gpus": int(a["gpus"][i]), "tp": int(a["tp"][i]),
             "pp": int(a["pp"][i]), "batch": int(a["batch"][i]), "replicas": int(a["replicas"][i]),
             "total_gpus": int(a["replicas"][i] * a["gpus"][i]),
-            "ttft_s": float(a["ttft_s"][i]), "tpot_s": float(a["tpot_at_load_s"][i]),
-            "tokens_per_s_per_gpu": float(a["tokens_per_s_per_gpu"][i]),
-            "tokens_per_s_per_user": 1.0 / float(a["tpot_at_load_s"][i]),
+            "ttft_s": float(a["ttft_s"][i]), "tpot_s": tpot, "tokens_per_s_per_gpu": per_gpu,
+            "tokens_per_s_per_user": 1.0 / tpot, "operating_point": "target load" if at_load else "capacity",
+            "tp_beyond_scale_up": bool(a["beyond_scale_up"][i]),
             "fleet_usd_per_hour": float(a["fleet_usd_per_hour"][i]) if not math.isnan(usd) else None,
             "usd_per_million_output_tokens": usd if not math.isnan(usd) else None, "bound": bound}
 
@@ -253,6 +271,10 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
     g = evaluate(req, r)
     a, hw, m = g["arrays"], g["hardware"], g["model"]
     kv_window_note(r, m, req.prompt + req.output)  # KV bytes above are capped by any sliding window
+    if m.max_context and req.prompt + req.output > m.max_context:
+        r.warn("context-too-long", f"{req.prompt:,.0f} prompt + {req.output:,.0f} output tokens exceed {m.name}'s "
+                                   f"{m.max_context:,}-token context window; the plan below is what it would cost "
+                                   "if it did not")
     r.title = f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {req.ttft * 1e3:g} ms, TPOT <= {req.tpot * 1e3:g} ms"
     r.set("model", m.name)
     r.set("configurations", g["configurations"], "count")
@@ -266,6 +288,10 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
                              x["total_gpus"], x["tpot_s"]))
     r.set("ranking", rows[: req.top])
     if rows:
+        r.note(f"ranking: each row at the target load ({req.rate:g} requests/s): tok/s/GPU = rate · output / "
+               "total GPUs, what a GPU delivers ($/M follows from it); TPOT = a full-batch decode step stretched by "
+               "the prefill pauses at that rate (an upper bound)")
+    if rows:
         best = rows[0]
         r.set("best", f"{best['replicas']} x {best['gpus']} {best['gpu']} ({best['precision']}, TP {best['tp']}"
                       + (f", PP {best['pp']}" if best["pp"] > 1 else "") + f", batch {best['batch']})")
@@ -275,6 +301,11 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
             r.set("best_usd_per_million_output_tokens", best["usd_per_million_output_tokens"], "usd_per_million")
         r.set("best_ttft_s", best["ttft_s"], "seconds")
         r.set("best_tpot_s", best["tpot_s"], "seconds")
+        if best["tp_beyond_scale_up"]:
+            domain = next(h["domain"] for h in hw if h["key"] == best["gpu"])
+            r.note(f"the best configuration's TP {best['tp']} spans more than the {domain:g} GPUs of one scale-up "
+                   f"domain: its all-reduces are priced at the scale-out bandwidth, "
+                   f"{units.format(scale_out_of(req), 'bytes_per_s')} per GPU")
     else:
         fit = a["valid"] & a["fits"]
         if not fit.any():
@@ -293,14 +324,21 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
         pts = []
         for j in front:
             i = tuple(fit_idx[j])
-            row = _row(a, hw, i)
-            row["tokens_per_s_per_user"] = 1.0 / float(a["tpot_s"][i])
-            row["tpot_s"] = float(a["tpot_s"][i])
-            pts.append(row)
+            pts.append(_row(a, hw, i, at_load=False))
         r.set("pareto_front", pts)
         cloud = [{"gpu": hw[int(a["hw"][tuple(i)])]["key"], "tokens_per_s_per_user": float(xv),
                   "tokens_per_s_per_gpu": float(yv)} for i, xv, yv in zip(fit_idx, x, y)]
         r.set("pareto_points", cloud)
+        r.note("Pareto front: every column at capacity, each replica decoding a full batch with no prefills: "
+               "tok/s/GPU = batch / TPOT / GPUs")
+    far = a["valid"] & a["beyond_scale_up"]
+    if far.any():
+        domains = ", ".join(sorted({f"{hw[int(k)]['key']} {hw[int(k)]['domain']:g}" for k in a["hw"][far]}))
+        r.assume("scale_out_bandwidth", scale_out_of(req),
+                 f"per GPU, one direction, for TP groups beyond the scale-up domain ({domains} GPUs)" + (
+                     "" if req.scale_out_bandwidth is not None else
+                     ": one 400 Gb/s NIC per GPU (NVIDIA DGX H100 User Guide, Network Modules)"),
+                 unit="bytes_per_s", basis="given" if req.scale_out_bandwidth is not None else "assumed")
     r.assume("utilization", req.utilization, "target load of each replica; the rest is headroom for bursts",
              unit="fraction")
     r.assume("mfu", req.mfu, "prefill and decode compute efficiency, the same on every GPU", unit="fraction")
