@@ -33,8 +33,10 @@ EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
 def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = None,
           lt: float | None = None, le: float | None = None, choices: tuple[str, ...] = (),
           positional: bool = False, cli: str | None = None, example: str | None = None,
-          hidden: bool = False, aliases: tuple[str, ...] = ()) -> msgspec.Meta:
+          hidden: bool = False, aliases: tuple[str, ...] = (), unit: str | None = None) -> msgspec.Meta:
     """Metadata for a request field: its unit kind, help text and bounds.
+
+    ``unit`` labels a plain number for a reader (``FLOP/B``, ``d``) where its kind has none.
 
     ``aliases`` are other names the field answers to (an older spelling, or the name
     another command uses for the same input): raw keys and config files may use them.
@@ -45,7 +47,7 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
         gt, le = 0.0, 1.0
     extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
              "positional": positional, "cli": cli, "example": example, "hidden": hidden,
-             "aliases": list(aliases)}
+             "aliases": list(aliases), "unit": unit}
     keep = {k: v for k, v in extra.items() if v is not None and v is not False and v != []}
     return msgspec.Meta(description=doc, extra=keep)
 
@@ -73,8 +75,9 @@ class FieldInfo(typing.NamedTuple):
         d = {"name": self.name, "kind": self.kind, "doc": self.doc, "container": self.container or None,
              "required": self.required, "default": None if self.default is msgspec.NODEFAULT else self.default,
              "bounds": bounds, "choices": self.meta.get("choices", []), "option": self.option}
-        if "example" in self.meta:
-            d["example"] = self.meta["example"]
+        for key in ("example", "unit"):
+            if key in self.meta:
+                d[key] = self.meta[key]
         return d
 
 

@@ -104,6 +104,13 @@ def test_api_describes_one_calculator(client):
     r = client.get("/api/roofline")
     assert r.status_code == 200
     assert [f["name"] for f in r.json()["fields"]] == ["gpu", "precision", "intensity", "peak", "bandwidth"]
+    # a plain number says what it counts
+    assert {f["name"]: f["unit"] for f in r.json()["fields"]}["intensity"] == "FLOP/B"
+    units_of = {(c, f["name"]): f["unit"] for c in ("check", "optimal", "amortise", "gpu-hour")
+                for f in client.get(f"/api/{c}").json()["fields"]}
+    assert units_of[("check", "days")] == units_of[("optimal", "days")] == "d"
+    assert units_of[("amortise", "years")] == units_of[("gpu-hour", "years")] == units_of[("optimal", "years")] == "y"
+    assert units_of[("optimal", "ratio")] == "tokens/param"
 
 
 @pytest.mark.parametrize("name", list(calculators.CALCULATORS))

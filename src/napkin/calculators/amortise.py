@@ -36,7 +36,7 @@ class AmortiseRequest(S, kw_only=True, forbid_unknown_fields=True):
                                          gt=0)] = []
     per_day: Annotated[list[float], field("count", "served tokens per day; several to compare (10B,120B)",
                                           gt=0)] = []
-    years: Annotated[float | None, field("number", "years of serving at --per-day", gt=0)] = None
+    years: Annotated[float | None, field("number", "years of serving at --per-day", gt=0, unit="y")] = None
     serving_usd_per_million: Annotated[float | None, field("usd_per_million", "serving cost per million tokens, "
                                                            "to add the training share to", ge=0)] = None
     model: Annotated[str | None, field("name", "catalog model: N (active) and its published tokens")] = None

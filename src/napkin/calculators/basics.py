@@ -366,7 +366,7 @@ MEMORY = Calculator("memory", MemoryRequest, run_memory, "Memory",
 class RooflineRequest(S, kw_only=True, forbid_unknown_fields=True):
     gpu: Annotated[str | None, field("name", "accelerator")] = None
     precision: Annotated[str, field("precision", "compute precision")] = "bf16"
-    intensity: Annotated[float | None, field("number", "arithmetic intensity, FLOP per byte moved", gt=0)] = None
+    intensity: Annotated[float | None, field("number", "arithmetic intensity, FLOP per byte moved", gt=0, unit="FLOP/B")] = None
     peak: Annotated[float | None, field("flops_per_s", "dense peak (instead of the catalog's)", gt=0)] = None
     bandwidth: Annotated[float | None, field("bytes_per_s", "memory bandwidth (instead of the catalog's)", gt=0)] = None
 

@@ -104,7 +104,7 @@ class CheckRequest(S, kw_only=True, forbid_unknown_fields=True):
     claimed_usd: Annotated[float | None, field("usd", "the published cost to check", gt=0)] = None
     claimed_gpu_hours: Annotated[float | None, field("count", "the published GPU-hours to check", gt=0)] = None
     gpus: Annotated[int | None, field("int", "GPUs the run used (with --days)", gt=0)] = None
-    days: Annotated[float | None, field("number", "wall-clock days the GPUs ran (with --gpus)", gt=0)] = None
+    days: Annotated[float | None, field("number", "wall-clock days the GPUs ran (with --gpus)", gt=0, unit="d")] = None
     gpu: Annotated[str | None, field("name", f"accelerator (default {DEFAULT_GPU}, stated as an assumption)")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
     mfu: Annotated[float | None, field("fraction", f"MFU of the run (default {REFERENCE_MFU}, a reference)")] = None

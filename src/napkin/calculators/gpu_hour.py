@@ -30,7 +30,7 @@ DEFAULT_USD_PER_KWH = 0.08
 class GpuHourRequest(S, kw_only=True, forbid_unknown_fields=True):
     capex: Annotated[float | None, field("usd", "purchase price per GPU, its share of the server included", gt=0)] = None
     years: Annotated[float | None, field("number", f"depreciation life in years (default {DEFAULT_YEARS:g})",
-                                         gt=0)] = None
+                                         gt=0, unit="y")] = None
     residual: Annotated[float | None, field("fraction", "resale value at the end of the life, as a fraction of "
                                             "capex (default 0)", ge=0, lt=1)] = None
     gpu: Annotated[str | None, field("name", "accelerator whose TDP sets the power draw")] = None

@@ -31,12 +31,13 @@ DEFAULT_YEARS = 2.0
 class OptimalRequest(S, kw_only=True, forbid_unknown_fields=True):
     flops: Annotated[float | None, field("flops", "training compute budget C (e.g. 3.8e25)", gt=0)] = None
     gpus: Annotated[int | None, field("int", "GPUs, to size the budget as GPUs × days × peak × MFU", gt=0)] = None
-    days: Annotated[float | None, field("number", "days on those GPUs (with --gpus)", gt=0)] = None
+    days: Annotated[float | None, field("number", "days on those GPUs (with --gpus)", gt=0, unit="d")] = None
     gpu: Annotated[str | None, field("name", f"accelerator for a GPUs × days budget (default {DEFAULT_GPU})")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
     mfu: Annotated[float | None, field("fraction", f"MFU for a GPUs × days budget (default {REFERENCE_MFU})")] = None
     goodput: Annotated[float, field("fraction", "fraction of the days making progress")] = 1.0
-    ratio: Annotated[float, field("number", "target tokens per parameter (Chinchilla: 20)", gt=0)] = \
+    ratio: Annotated[float, field("number", "target tokens per parameter (Chinchilla: 20)", gt=0,
+                                  unit="tokens/param")] = \
         sc.CHINCHILLA_TOKENS_PER_PARAM
     params: Annotated[float | None, field("count", "a planned run's parameters N (active for MoE)", gt=0)] = None
     tokens: Annotated[float | None, field("count", "a planned run's training tokens D", gt=0)] = None
@@ -44,7 +45,7 @@ class OptimalRequest(S, kw_only=True, forbid_unknown_fields=True):
                                        "published tokens)")] = None
     per_day: Annotated[float | None, field("count", "tokens the model will serve per day", gt=0)] = None
     years: Annotated[float | None, field("number", f"years the model will serve (default {DEFAULT_YEARS:g})",
-                                         gt=0)] = None
+                                         gt=0, unit="y")] = None
 
 
 def _planned(r: Report, req: OptimalRequest) -> tuple[float | None, float | None]:

@@ -192,7 +192,7 @@ def describe_calculator(name: str) -> dict:
     fields = []
     for f in describe(calc.request):
         kind = f["kind"]
-        f["unit"] = UNIT_LABELS.get(kind, "")
+        f["unit"] = f.get("unit") or UNIT_LABELS.get(kind, "")
         f["expected"] = units.EXPECTED.get(kind) or EXTRA_HINTS.get(kind, "")
         f["upload"] = kind == "path"
         f["default"] = _jsonable(f["default"])
