@@ -124,17 +124,17 @@ PLAN_H100 = (
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
-    '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT      TPOT  tok/s/GPU  fleet $/h   $/M out  bound\n'
-    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms   26.4 ms      250/s      $30/h  $2.778/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms  13.91 ms    187.5/s      $40/h  $3.704/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms  22.15 ms    187.5/s      $40/h  $3.704/M  compute\n'
+    '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h   $/M out  bound\n'
+    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms    26.4 ms           250/s      $30/h  $2.778/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms   13.91 ms         187.5/s      $40/h  $3.704/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms   22.15 ms         187.5/s      $40/h  $3.704/M  compute\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
-    '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU      TPOT  bound\n'
-    '  h100-sxm  bf16     8   8     16     115.9/s    231.9/s  8.626 ms  bandwidth\n'
-    '  h100-sxm  bf16     8   8     64     100.4/s    803.3/s  9.959 ms  bandwidth\n'
-    '  h100-sxm  bf16     8   8    256     63.04/s     2017/s  15.86 ms  compute\n'
-    '  h100-sxm  bf16     4   4    256     36.84/s     2358/s  27.14 ms  compute\n'
+    '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
+    '  h100-sxm  bf16     8   8     16     115.9/s             231.9/s  8.626 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8     64     100.4/s             803.3/s  9.959 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8    256     63.04/s              2017/s  15.86 ms  compute\n'
+    '  h100-sxm  bf16     4   4    256     36.84/s              2358/s  27.14 ms  compute\n'
 )
 
 SERVE_WATERFALL_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--batch', '8', '--price', '2.95/h', '--waterfall', 'batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b']

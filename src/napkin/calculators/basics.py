@@ -12,6 +12,7 @@ from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import comm, flops, memory as mem, roofline as roof
+from napkin.formulas.serving import SCALE_OUT_BYTES_PER_S_PER_GPU
 from napkin.hardware import Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import field
@@ -560,8 +561,8 @@ def run_allreduce(req: AllreduceRequest) -> Report:
     return r
 
 
-# One 400 Gb/s NIC per GPU (ConnectX-7 on an HGX H100 node): 50 GB/s each way.
-NIC_EXAMPLE_BYTES_PER_S = 400e9 / 8
+# One 400 Gb/s NIC per GPU (ConnectX-7 on an HGX H100 node): 50 GB/s each way, as serving prices TP across nodes.
+NIC_EXAMPLE_BYTES_PER_S = SCALE_OUT_BYTES_PER_S_PER_GPU
 
 
 def warn_beyond_scale_up(r: Report, g: Accelerator, ranks: int, one_way: float) -> None:

@@ -30,13 +30,13 @@ CALLS_COLUMNS: list[Column] = [
 PLAN_COLUMNS: list[Column] = [
     ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
     ("pp", "pp", "count"), ("batch", "batch", "count"), ("replicas", "replicas", "count"),
-    ("total_gpus", "total", "count"), ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT", "seconds"),
-    ("tokens_per_s_per_gpu", "tok/s/GPU", "per_s"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
+    ("total_gpus", "total", "count"), ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT@load", "seconds"),
+    ("tokens_per_s_per_gpu", "tok/s/GPU@load", "per_s"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
     ("usd_per_million_output_tokens", "$/M out", "usd_per_million"), ("bound", "bound", None)]
 PARETO_COLUMNS: list[Column] = [
     ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
     ("batch", "batch", "count"), ("tokens_per_s_per_user", "tok/s/user", "per_s"),
-    ("tokens_per_s_per_gpu", "tok/s/GPU", "per_s"), ("tpot_s", "TPOT", "seconds"), ("bound", "bound", None)]
+    ("tokens_per_s_per_gpu", "tok/s/GPU@capacity", "per_s"), ("tpot_s", "TPOT", "seconds"), ("bound", "bound", None)]
 
 
 def table(rows: list[dict], columns: list[Column]) -> str:
