@@ -115,6 +115,34 @@ class Calibration(msgspec.Struct, kw_only=True):
                 best = (distance, label, rate)
         return None if best is None else (best[1], best[2])
 
+    def fit_warnings(self, gpu: Any = None, *, uses: str, precision: str | None = None) -> list[tuple[str, str]]:
+        """(code, message) for each reason this file's figures may not carry over to a plan.
+
+        ``uses`` names what the plan takes from it ("its training MFU"); ``gpu`` is the
+        plan's Accelerator; ``precision`` the plan's training precision (for the MFU).
+        A CPU file applied to an H100 plan, a busy machine, an MFU over a measured ceiling
+        rather than a datasheet peak, another precision: each is said, never silent.
+        """
+        out: list[tuple[str, str]] = []
+        if gpu is not None and self.catalog_key != gpu.key:
+            where = (f"{self.device} ({self.catalog_key})" if self.catalog_key
+                     else f"{self.device}, which is not a part in the catalog")
+            out.append(("calibration-device", f"the calibration was measured on {where}, not the {gpu.name} this "
+                                              f"plan is priced on: {uses} may not carry over; measure on the part "
+                                              f"you will run on"))
+        if "MFU" in uses and self.training_mfu_basis == "measured ceiling":
+            out.append(("calibration-basis", "the calibration's training MFU is over the device's measured matmul "
+                                             "ceiling, not a datasheet peak, while this plan multiplies it by the "
+                                             "datasheet peak"))
+        if "MFU" in uses and precision and self.training_precision and self.training_precision != precision:
+            out.append(("calibration-precision", f"the calibration's training MFU was measured at "
+                                                 f"{self.training_precision}, not the plan's {precision}"))
+        if self.contended:
+            out.append(("contended-calibration", f"{self.source_path or 'the calibration'} was measured on a "
+                                                 f"contended machine (contended = true): its efficiencies "
+                                                 f"understate the device"))
+        return out
+
     def training_mfu_for(self, convention: str) -> float | None:
         """The training MFU counted under ``convention`` (6N, causal, full), or None if not measured."""
         if convention in self.training_mfu_by_convention:

@@ -325,6 +325,53 @@ def test_a_save_that_fails_late_still_prints_the_measurements(run_cli, tmp_path,
                         "the measurements above were not saved\n")
 
 
+def test_a_cpu_calibration_on_a_gpu_plan_is_said_not_silent(quick, run_cli):
+    """Found in review: this CPU's --quick file turned an H100 plan's MFU into the CPU's 14% of its own
+    fp32 ceiling with no word. Every reason it may not carry over is a warning now."""
+    data, path = quick
+    out = json.loads(run_cli("train", "--params", "8B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
+                             "--calibration", str(path), "--json").stdout)
+    codes = {w["code"] for w in out["warnings"]}
+    assert {"calibration-device", "calibration-basis", "calibration-precision"} <= codes
+    device = next(w["message"] for w in out["warnings"] if w["code"] == "calibration-device")
+    assert f"measured on {data['device']}, which is not a part in the catalog, not the H100 SXM" in device
+    assert ("contended-calibration" in codes) == data["contended"]
+    serve = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--calibration", str(path),
+                               "--json").stdout)
+    assert "calibration-device" in {w["code"] for w in serve["warnings"]}
+
+
+def test_a_contended_file_says_so_in_every_plan_that_reads_it(run_cli, tmp_path):
+    cal = to_calibration(_synthetic_h100())
+    cal.contended = True
+    cal.allreduce_bus_bytes_per_s = {"16MiB": 300e9}
+    cal.allreduce_ranks, cal.allreduce_backend = 8, "nccl"
+    path = tmp_path / "busy.toml"
+    calibration.save(cal, path)
+    for args in (("train", "--params", "124M", "--tokens", "10B", "--gpu", "h100", "--gpus", "8"),
+                 ("serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"),
+                 ("allreduce", "--size", "16MiB", "--ranks", "8")):
+        out = json.loads(run_cli(*args, "--calibration", str(path), "--json").stdout)
+        assert [w["code"] for w in out["warnings"]].count("contended-calibration") == 1, args[0]
+
+
+def test_serve_tp_takes_the_measured_all_reduce_bus_bandwidth(run_cli, tmp_path):
+    """Issue 9: serve --calibration uses the measured all-reduce figures for its TP link, at the measured
+    size nearest a decode all-reduce (batch · d_model · 2 bytes = 32 · 8192 · 2 = 512 KiB here)."""
+    cal = to_calibration(_synthetic_h100())
+    cal.allreduce_bus_bytes_per_s = {"64KiB": 20e9, "512KiB": 120e9, "64MiB": 360e9}
+    cal.allreduce_ranks, cal.allreduce_backend = 8, "nccl"
+    path = tmp_path / "h100.toml"
+    calibration.save(cal, path)
+    args = ("serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "8", "--batch", "32", "--json")
+    plain = json.loads(run_cli(*args).stdout)
+    measured = json.loads(run_cli(*args, "--calibration", str(path)).stdout)
+    link = {a["name"]: a for a in measured["assumptions"]}["link_bytes_per_s_per_direction"]
+    assert link["value"] == 120e9 and link["basis"] == "measured"
+    assert "at 512KiB over 8 ranks (nccl)" in link["note"]
+    assert measured["tpot_s"] > plain["tpot_s"]  # 120 GB/s measured against the catalog's 450 GB/s each way
+
+
 def test_calibration_feeds_serve_bandwidth_and_prefill_efficiency(tmp_path):
     import napkin
 

@@ -535,6 +535,8 @@ def run_allreduce(req: AllreduceRequest) -> Report:
         if cal.allreduce_ranks and cal.allreduce_ranks != req.ranks:
             r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not "
                                         f"{req.ranks}; bus bandwidth changes with the group's size and the links it crosses")
+        for code, message in cal.fit_warnings(uses="its all-reduce bandwidth"):
+            r.warn(code, message)
     elif req.link is not None:
         g = catalog.gpu(req.link, "link")
         if g.link_bytes_per_s_bidirectional is None:

@@ -176,11 +176,34 @@ def setup(req: ServeRequest, r: Report) -> Setup:
              basis="catalog")
     r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)", unit="bytes_per_s",
              basis="catalog")
+    if link is not None and tp > 1 and req.calibration:
+        link = measured_link(req, m, tp, link, r)
     if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
         link = float(sv.tp_link_bytes_per_s(tp, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
                                             scale_out_bytes_per_s_per_gpu=scale_out_of(req)))
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s,
                  link if link is not None else math.inf, mfu, bw_eff, req.allreduce_latency)
+
+
+def measured_link(req: ServeRequest, m: ModelSpec, tp: int, link: float, r: Report) -> float:
+    """The TP all-reduce link from a calibration's measured bus bandwidth (`torchrun -m napkin.measure
+    --collectives`), at the measured message size nearest a decode step's all-reduce; else the catalog's."""
+    from napkin.calibration import load
+
+    cal = load(req.calibration)
+    message = req.batch * m.d_model * sv.ACTIVATION_BYTES
+    hit = cal.allreduce_bus_at(message)
+    if hit is None:
+        r.note("the calibration has no all-reduce figures; the TP link stays the catalog's")
+        return link
+    label, bus = hit
+    r.assume("link_bytes_per_s_per_direction", bus, f"{cal.label}: all-reduce bus bandwidth at {label} over "
+             f"{cal.allreduce_ranks} ranks ({cal.allreduce_backend}), nearest a decode all-reduce of "
+             f"{_fmt(message, 'bytes')}; it includes that size's latency", unit="bytes_per_s", basis="measured")
+    if cal.allreduce_ranks and cal.allreduce_ranks != tp:
+        r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not the "
+                                    f"TP degree {tp}")
+    return bus
 
 
 def scale_out_of(req: Any) -> float:
@@ -217,9 +240,8 @@ def efficiencies(req: ServeRequest, g: Accelerator, cp: str, r: Report) -> tuple
         from napkin.calibration import load
 
         cal = load(req.calibration)
-        if cal.catalog_key and cal.catalog_key != g.key:
-            r.warn("calibration-device", f"the calibration was measured on {cal.device} ({cal.catalog_key}), "
-                                         f"not the {g.name} this run is priced on")
+        for code, message in cal.fit_warnings(g, uses="its bandwidth and matmul fractions"):
+            r.warn(code, message)
         if bw_eff is None and cal.bandwidth_fraction is not None:
             bw_eff, bw_basis, bw_note = min(cal.bandwidth_fraction, 1.0), "measured", cal.label
         frac = cal.matmul_fraction_of_peak.get(cp)

@@ -383,10 +383,8 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> 
         # the measured MFU counted the way this plan counts FLOPs per token (6N, causal, full)
         mfu = cal.training_mfu_for(getattr(req, "flops_convention", "6N")) or cal.training_mfu
         r.assume("mfu", mfu, cal.label, unit="fraction", basis="measured")
-        key = getattr(cal, "catalog_key", None)
-        if key and g is not None and key != g.key:
-            r.warn("calibration-device", f"the calibration was measured on {cal.device} ({key}), not the {g.name}: "
-                                         "its MFU may not carry over; measure on the part you will train on")
+        for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None)):
+            r.warn(code, message)
         size = getattr(cal, "training_mfu_params", None)
         if size and abs(size - n) / n > 0.5:
             r.warn("mfu-model-size", f"the calibration's MFU was measured on a {fmt(size, 'count')}-parameter model; "
