@@ -40,12 +40,15 @@ def test_gpus_for_deadline_rounds_up_but_not_past_a_whole_number():
     assert T.gpus_for_deadline(16 * 1000 * 3600, tokens_per_gpu_s=1000, deadline_s=3600) == 16
     assert T.gpus_for_deadline(16.01 * 1000 * 3600, tokens_per_gpu_s=1000, deadline_s=3600) == 17
     assert T.gpus_for_deadline(0.2, tokens_per_gpu_s=1, deadline_s=1) == 1
+    # a deadline far beyond what one GPU needs is one GPU, not zero (found in review: --deadline 1e30
+    # gave 0 GPUs and a division by zero)
+    assert T.gpus_for_deadline(2e12, tokens_per_gpu_s=8481.0, deadline_s=1e30) == 1
 
 
 def test_gpus_for_deadline_is_array_safe():
     import numpy as np
-    got = T.gpus_for_deadline(np.array([16.0, 16.01, 0.2]) * 3600, tokens_per_gpu_s=1.0, deadline_s=3600)
-    assert got.tolist() == [16.0, 17.0, 1.0]
+    got = T.gpus_for_deadline(np.array([16.0, 16.01, 0.2, 1e-20]) * 3600, tokens_per_gpu_s=1.0, deadline_s=3600)
+    assert got.tolist() == [16.0, 17.0, 1.0, 1.0]
     tps = T.tokens_per_gpu_s(np.array([989e12, 2.25e15]), mfu=0.4, goodput=0.9, flops_per_token=42e9)
     assert tps.shape == (2,)
 

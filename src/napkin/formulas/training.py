@@ -80,16 +80,18 @@ def wall_seconds(n_tokens: float, *, tokens_per_gpu_s: float, n_gpus: float) -> 
 
 
 def gpus_for_deadline(n_tokens: float, *, tokens_per_gpu_s: float, deadline_s: float) -> float:
-    """n_gpus = ceil(D / (tokens_per_gpu_s · deadline))
+    """n_gpus = max(1, ceil(D / (tokens_per_gpu_s · deadline)))
 
-    Whole GPUs, rounded up; a ratio within 1e-9 of an integer counts as that integer.
-    Array-safe (floor division, no ``math.ceil``).
+    Whole GPUs, rounded up, at least one (a deadline far longer than one GPU needs is
+    still one GPU, not zero); a ratio within 1e-9 of an integer counts as that integer.
+    Array-safe (floor division and a comparison, no ``math.ceil`` or ``max``).
     Trap: rounding down misses the deadline; and the deadline is calendar time, so
     goodput must be in tokens_per_gpu_s or the cluster is too small.
     Source: seed 000, "GPU-Hours and Time to Train: ... invert for a deadline".
     """
     ratio = n_tokens / (tokens_per_gpu_s * deadline_s)
-    return -((_CEIL_SLACK - ratio) // 1.0)
+    n = -((_CEIL_SLACK - ratio) // 1.0)
+    return n + (n < 1.0) * (1.0 - n)
 
 
 def delivered_flops_per_usd(dense_flops_per_s: float, *, mfu: float, usd_per_gpu_hour: float,
