@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -150,3 +151,24 @@ def test_as_of_before_the_price_date_warns_and_shows_no_negative_age():
     later = sum(v is None for v in ages.values())
     assert any(w.code == "price-not-yet-listed" and w.message.startswith(f"{later} of {len(ages)} catalog prices")
                for w in rows.warnings)
+
+
+def test_an_agent_task_is_bounded_and_a_long_one_prints_its_ends(run_cli):
+    """Found in review: `calls: 1e30` over the web API grew the server to 24 GB (one row per call).
+    Calls are bounded; a long task's table prints its first and last calls, --json every one."""
+    from napkin.calculators.bill import MAX_CALLS
+    from napkin.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        calculate("bill", {"model": "claude-sonnet-4", "input": "1000", "output": "300", "calls": "1e30"})
+    assert str(exc.value) == f"calls must be in (0, {MAX_CALLS}]; got 1e30"
+    args = ("bill", "claude-sonnet-4", "--input", "1000", "--output", "300", "--calls", "100",
+            "--history-growth", "500")
+    out = run_cli(*args).stdout.splitlines()
+    i = out.index("the agent's calls, with prompt caching:")
+    table = out[i + 2:]
+    assert [row.split()[0] for row in table[:35]] == [str(n) for n in range(1, 36)]
+    assert table[35] == "  ... 60 rows more (--json lists all 100)"
+    assert [row.split()[0] for row in table[36:]] == ["96", "97", "98", "99", "100"]
+    rows = json.loads(run_cli(*args, "--json").stdout)["task_calls"]
+    assert [r["call"] for r in rows] == list(range(1, 101))

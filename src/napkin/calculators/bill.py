@@ -28,6 +28,9 @@ STALE_DAYS = 180
 MONTH_S = YEAR / 12
 
 
+MAX_CALLS = 10_000  # each call is priced on its own (tiers move with its length): a task is a loop, not a fleet
+
+
 class BillRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "API model in the price catalog (`napkin catalog prices`)",
                                        positional=True)] = None
@@ -38,7 +41,8 @@ class BillRequest(S, kw_only=True, forbid_unknown_fields=True):
                                         ge=0)] = 0.0
     batch: Annotated[bool, field("bool", "use the provider's batch API discount")] = False
     compare: Annotated[bool, field("bool", "bill the same request on every catalog model")] = False
-    calls: Annotated[int, field("int", "calls in an agent's task (each re-sends the growing history)", gt=0)] = 1
+    calls: Annotated[int, field("int", "calls in an agent's task (each re-sends the growing history)", gt=0,
+                                le=MAX_CALLS)] = 1
     history_growth: Annotated[float, field("count", "tokens the history grows by per call", ge=0)] = 0.0
     input_price: Annotated[float | None, field("usd_per_million", "input price by hand (instead of the catalog)",
                                                ge=0)] = None

@@ -39,6 +39,9 @@ PARETO_COLUMNS: list[Column] = [
     ("tokens_per_s_per_gpu", "tok/s/GPU@capacity", "per_s"), ("tpot_s", "TPOT", "seconds"), ("bound", "bound", None)]
 
 
+MAX_TABLE_ROWS = 40  # a longer list prints its first and last rows
+
+
 def table(rows: list[dict], columns: list[Column]) -> str:
     """A plain aligned table: numbers right-aligned, formatted by unit kind; missing values as '-'."""
     def cell(row: dict, key: str, kind: str | None) -> str:
@@ -74,9 +77,17 @@ def print_with_tables(report: Any, *, as_json: bool, explain: bool,
         report.results.pop(key, None)
     click.echo(report.text())
     for key, title, cols in present:
+        rows = lists[key]
         click.echo("")
         click.echo(title)
-        click.echo(table(lists[key], cols))
+        if len(rows) > MAX_TABLE_ROWS:  # the first and last rows; --json has every one
+            head, tail = rows[:MAX_TABLE_ROWS - 5], rows[-5:]
+            lines = table(head + tail, cols).split("\n")
+            skipped = len(rows) - len(head) - len(tail)
+            lines.insert(1 + len(head), f"  ... {skipped:,} rows more (--json lists all {len(rows):,})")
+            click.echo("\n".join(lines))
+        else:
+            click.echo(table(rows, cols))
     if explain:
         click.echo("")
         click.echo(report.explain())
