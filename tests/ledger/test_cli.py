@@ -118,3 +118,82 @@ def test_watch_once(tmp_path, run_cli):
     assert len(lines) == 2
     assert lines[0].endswith("step 10  $80/M adv (plan $0.50/M, +15900.0%)  goodput 100%  $0.80 so far")
     assert lines[1] == "ALERT 2024-05-01: realised $80/M is 15900.0% above plan ($0.50/M)"
+
+
+# ------------------------------------------------------------------ review 56
+def test_alert_typed_as_a_percentage(tmp_path, run_cli):
+    """--alert is a fraction over plan: 10 is 1000%, which no day would reach; the same hint as other fractions."""
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    out = run_cli("ledger", "report", log, "--price", "3.60/h", "--plan-usd-per-million", "120", "--alert", "10",
+                  code=1)
+    assert out.stderr == "error: alert must be in (0, 1]; got 10 (did you mean 0.10?)\n"
+    out = run_cli("ledger", "report", log, "--price", "3.60/h", "--plan-usd-per-million", "120", "--alert", "30%",
+                  "--no-store")
+    assert "+27.8%" in out.stdout and "ALERT" not in out.stdout  # 27.8% over plan, under 30%: no alert
+
+
+def _plans(tmp_path, run_cli):
+    serve, train = tmp_path / "serve.toml", tmp_path / "train.toml"
+    run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--save", str(serve))
+    run_cli("train", "--model", "llama-3.1-8b", "--gpu", "h100", "--tokens", "1T", "--gpus", "64", "--save", str(train))
+    return str(serve), str(train)
+
+
+def test_plan_must_be_a_training_plan_and_keeps_its_price_basis(tmp_path, run_cli):
+    serve, train = _plans(tmp_path, run_cli)
+    log = write_csv(tmp_path / "hand.csv", HAND)
+    out = run_cli("ledger", "report", log, "--plan", serve, "--no-store", code=1)
+    assert out.stderr == (f"error: plan is a `napkin serve` plan, not a training plan; got {serve} (give a plan "
+                          "written by `napkin train --save plan.toml`, or --plan-usd-per-million X)\n")
+    d = json.loads(run_cli("ledger", "report", log, "--plan", train, "--no-store", "--json").stdout)
+    price = next(a for a in d["assumptions"] if a["name"] == "usd_per_gpu_hour")
+    assert (price["basis"], price["value"]) == ("reference", 2.95)  # the plan took the catalog list price
+    assert "price-from-plan" in [w["code"] for w in d["warnings"]]
+    assert d["realised_usd"] == pytest.approx(4600 / 3600 * 2.95)  # test_hand_computed's 4,600 GPU-seconds
+    given = json.loads(run_cli("ledger", "report", log, "--plan", train, "--price", "3.60/h", "--no-store",
+                               "--json").stdout)
+    assert next(a for a in given["assumptions"] if a["name"] == "usd_per_gpu_hour")["basis"] == "given"
+
+
+def test_restart_logs_that_overlap_or_have_no_common_clock(tmp_path, run_cli):
+    first = write_csv(tmp_path / "part1.csv", HAND[:3])
+    overlap = write_csv(tmp_path / "part2.csv", [(15, T0 + 150, 4, 1000), (25, T0 + 600, 4, 1000)])
+    out = run_cli("ledger", "report", first, overlap, "--price", "3.60/h", "--no-store", code=1)
+    assert out.stderr == (
+        f"error: logs must not overlap in time ({overlap} starts at 2024-05-01 00:02:30 UTC, before {first} ends "
+        f"at 2024-05-01 00:03:20 UTC at {first}:line 4); got {first}, {overlap} (give the logs of one run, whose "
+        "restarts follow each other; two jobs that ran at once are two runs: report each on its own)\n")
+    # seconds from each log's own start: joined end to start, and the report says the gap is not counted
+    rel1 = write_csv(tmp_path / "rel1.csv", [(0, 0, 8, 1000), (10, 100, 8, 1000), (20, 200, 8, 1000)])
+    rel2 = write_csv(tmp_path / "rel2.csv", [(15, 0, 4, 1000), (25, 100, 4, 1000), (30, 150, 4, 1000)])
+    d = json.loads(run_cli("ledger", "report", rel1, rel2, "--price", "3.60/h", "--no-store", "--json").stdout)
+    assert d["gpu_hours_allocated"] == pytest.approx((200 * 8 + 150 * 4) / 3600)  # no time between the logs
+    assert [w["code"] for w in d["warnings"]] == ["downtime-not-counted"]
+    assert not any("is paid" in n for n in d["notes"])
+    absolute = json.loads(run_cli("ledger", "report", first, write_csv(tmp_path / "p2.csv", HAND[3:]), "--price",
+                                  "3.60/h", "--no-store", "--json").stdout)
+    assert any("the time between one log's end and the next one's start is paid" in n for n in absolute["notes"])
+
+
+def test_store_names_runs_of_the_same_file_name_apart(tmp_path):
+    """runA/log.csv then runB/log.csv: the second is stored as runB/log.csv, not over the first; the same file
+    reported again keeps its name. (The CLI names a run without --run by Store.name_for.)"""
+    from napkin.ledger.calculator import LedgerRequest, read_all
+    from napkin.ledger.store import Store
+    from napkin.request import parse_request
+
+    (tmp_path / "runA").mkdir()
+    (tmp_path / "runB").mkdir()
+    a = write_csv(tmp_path / "runA" / "log.csv", HAND)
+    b = write_csv(tmp_path / "runB" / "log.csv", HAND[:3])
+    with Store(str(tmp_path / "s.sqlite3")) as st:
+        names = []
+        for path in (a, b, a, b):
+            name, note = st.name_for(path)
+            names.append((name, note))
+            reads = read_all(parse_request(LedgerRequest, {"logs": [path], "price": "1/h"}))
+            st.set_sources(name, reads, keep_records=False, replace=True)
+            st.save_summary(name, fmt="csv", options={}, summary={})
+        assert names == [("log.csv", None), ("runB/log.csv", "stored as run 'runB/log.csv' (another log.csv is "
+                                             "stored already)")] * 2
+        assert sorted((r["name"], r["records"]) for r in st.runs()) == [("log.csv", 6), ("runB/log.csv", 3)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -201,7 +202,10 @@ def test_hf_trainer_state_needs_a_clock(tmp_path):
         _report(path, gpus=8, tokens_per_step="1000")
     r = _report(path, gpus=8, tokens_per_step="1000", start="2024-05-01T00:00:00Z", end="2024-05-01T01:00:00Z")
     assert r["gpu_hours_allocated"] == pytest.approx(8.0)
-    assert r["advanced_tokens"] == 20_000  # step 10 to step 30: the first entry is at step 10
+    # --start is step 0: steps 0 to 30, though the first entry is at step 10 (its 10 steps were paid too)
+    assert r["advanced_tokens"] == 30_000
+    assert "--start is the run at step 0 (give --start-step N for a run resumed at step N): the steps from 0 to " \
+           "the first logged step 10 are paid and counted" in r.notes
     assert "time-interpolated" in [w.code for w in r.warnings]
 
 
@@ -248,3 +252,196 @@ def test_upload_content_through_the_calculator():
     r = calculate("ledger", {"content": text, "filename": "run.csv", "price": "3.60/h"})
     assert r["realised_usd"] == pytest.approx(HAND_USD)
     assert r.title == "Realised cost: run.csv"
+
+
+# ------------------------------------------------------------------ review 56: logs as they come
+BASE = [(s, T0 + 3 * s, 8, 1000) for s in range(0, 101, 10)]  # 30 s per 10 steps on 8 GPUs, 1,000 tokens/step
+BASE_USD = 300 * 8 / 3600 * 3.60  # 300 s · 8 GPUs at $3.60/GPU-hour = $2.40 (seed 001's paid GPU time)
+
+
+def _base_text(sep=",", quote=False):
+    head = sep.join(("step", "t_wall", "gpus_allocated", "tokens", "note"))
+    rows = [sep.join((str(s), iso(t), str(g), str(k), '"ok, fine"' if quote else "ok")) for s, t, g, k in BASE]
+    return head + "\n" + "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("name, text", [
+    ("spaces in the header", _base_text().replace(",", ", ", 4)),
+    ("spaces after every comma", _base_text(sep=", ")),
+    ("a UTF-8 byte order mark (Excel)", "\ufeff" + _base_text()),
+    ("quoted fields with commas (RFC 4180)", _base_text(quote=True)),
+    ("a quoted header, CRLF line ends", _base_text().replace("step,t_wall", '"step","t_wall"').replace("\n", "\r\n")),
+])
+def test_csv_as_spreadsheets_write_it(tmp_path, name, text):
+    path = tmp_path / "log.csv"
+    path.write_bytes(text.encode())
+    r = _report(path)
+    assert (r["records"], r["skipped_lines"]["count"]) == (11, 0), name
+    assert r["realised_usd"] == pytest.approx(BASE_USD, rel=1e-12)
+    assert r["advanced_tokens"] == 100_000
+
+
+def test_csv_quoting_keeps_text_and_skips_a_stray_quote_by_line(tmp_path):
+    from napkin.ledger.readers import read_log
+
+    lines = _base_text(quote=True).splitlines()
+    lines[3] = lines[3].replace('"ok, fine"', '"say ""hi"", then go"')
+    lines[5] = lines[5].replace('"ok, fine"', '"unclosed, quote')  # line 6: not a whole quoted field
+    path = tmp_path / "q.csv"
+    path.write_text("\n".join(lines) + "\n")
+    read = read_log(str(path))
+    assert read.frame["note"].to_list()[:3] == ["ok, fine", "ok, fine", 'say "hi", then go']
+    assert read.skipped == [(6, "has a quote that is not a whole quoted field (RFC 4180)")]
+    assert read.frame["line"].to_list()[4] == 7  # the lines after it keep their numbers
+
+
+def test_auto_finds_megatron_behind_a_long_preamble(tmp_path):
+    """Megatron-LM prints every argument first (over 64 KB on a real job) and its first line has commas:
+    auto looks past it for the iteration lines instead of calling the file a CSV."""
+    preamble = ["using world size: 64, data-parallel size: 8, tensor-model-parallel size: 8",
+                "------------------------ arguments ------------------------"]
+    preamble += [f"  arg_{i:05d} {'.' * 40} {i}" for i in range(1500)]
+    path = tmp_path / "megatron.log"
+    path.write_text("\n".join(preamble + _megatron_lines()[2:-1]) + "\n")
+    assert path.stat().st_size > 65536
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64, "seq_len": 4096})
+    assert r["advanced_tokens"] == 400 * 512 * 4096
+    assert "format: megatron (auto: lines match 'iteration N/ M |' (Megatron-LM) after a preamble of over 64 KB)" \
+        in r.notes
+
+
+def test_megatron_validation_lines_are_not_malformed(tmp_path):
+    lines = _megatron_lines()[:-1]
+    lines.insert(4, " validation loss at iteration 200 | lm loss value: 6.982E+00 | lm loss PPL: 1.077E+03 | ")
+    path = tmp_path / "megatron.log"
+    path.write_text("\n".join(lines) + "\n")
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64, "seq_len": 4096})
+    assert r["skipped_lines"]["count"] == 0 and r["records"] == 5
+    assert "1 evaluation line(s) ('validation loss at iteration N | ...') are not training steps: not records" \
+        in r.notes
+
+
+def test_nan_and_infinity_in_optional_fields(tmp_path):
+    """Python's json.dumps writes NaN and Infinity (a diverged loss or grad norm): not JSON, but read as floats.
+    In a field the cost needs, the record is skipped with that reason."""
+    rows = [{"step": s, "t_wall": t, "gpus_allocated": g, "tokens": k, "loss": float("nan")} for s, t, g, k in BASE]
+    rows[3]["grad_norm"] = float("inf")
+    rows[5]["per_layer"] = [float("nan"), 1.0]  # inside a list: read by Python's parser
+    path = tmp_path / "nan.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # every line has a NaN
+    r = _report(path)
+    assert (r["records"], r["skipped_lines"]["count"]) == (11, 0)
+    assert r["realised_usd"] == pytest.approx(BASE_USD, rel=1e-12)
+    from napkin.ledger.readers import read_log
+
+    frame = read_log(str(path)).frame
+    assert math.isnan(frame["loss"][0]) and frame["grad_norm"][3] == math.inf
+    assert frame["per_layer"][5] == '["NaN",1.0]'  # kept as text
+    rows[4]["step"] = float("nan")
+    rows[6]["tokens"] = float("-inf")
+    rows[8]["loss"] = {"a": 1}  # a nested value: kept as text, never an internal error
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = _report(path)
+    assert r["skipped_lines"]["first"] == [
+        {"source": "nan.jsonl", "line": 5, "reason": "step is NaN or infinite"},
+        {"source": "nan.jsonl", "line": 7, "reason": "tokens is NaN or infinite"}]
+    assert r["records"] == 9
+
+
+def test_nested_value_in_the_line_by_line_path(tmp_path):
+    from napkin.ledger.readers import read_log
+
+    rows = [{"step": s, "t_wall": t, "gpus_allocated": g, "tokens": k, "loss": 2.0} for s, t, g, k in BASE]
+    rows[3]["loss"] = {"a": 1}
+    path = tmp_path / "nested.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 110, "t_wall": \n')
+    read = read_log(str(path))
+    assert read.frame["loss"].to_list()[2:4] == ["2.0", '{"a":1}']
+    assert read.skipped == [(12, "not valid JSON")]
+    assert _report(path)["realised_usd"] == pytest.approx(BASE_USD, rel=1e-12)
+
+
+def test_trainer_state_with_nan_grad_norm(tmp_path):
+    hist = [{"loss": 2.0, "grad_norm": float("nan") if s == 20 else 0.5, "step": s, "napkin/t_wall": t,
+             "napkin/gpus_allocated": g} for s, t, g, _ in BASE]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": hist}))  # as the Trainer writes it: "grad_norm": NaN
+    assert "NaN" in path.read_text()
+    r = _report(path, tokens_per_step="1000")
+    assert r["records"] == 11 and r["realised_usd"] == pytest.approx(BASE_USD, rel=1e-12)
+
+
+def test_trainer_state_of_transformers_5_counting_tokens():
+    """A real trainer_state.json of transformers 5.24 with include_num_input_tokens_seen=True (GPT-2 tiny, 20 steps
+    of 4 × 16 tokens): every entry has train_runtime, so only train_loss/total_flos mark the summary."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "trainer_state_tokens_seen.json"
+    r = _report(path, gpus=1, start="2024-05-01T00:00:00Z", end="2024-05-01T01:00:00Z")
+    assert r["format"] == "hf" and r["last_step"] == 20 and r["records"] == 13  # 12 entries and step 0 at --start
+    assert r["advanced_tokens"] == 20 * 64
+    assert r["usd_per_million_advanced_tokens"] == pytest.approx(3.60 / 1280 * 1e6, rel=1e-12)
+
+
+def test_dates_without_a_time_of_day(tmp_path):
+    """Every record at midnight: no paid time to count, so an error that says why, not $0."""
+    import datetime as dt
+
+    import polars as pl
+
+    path = write_csv(tmp_path / "day.csv", [(s, "2024-05-01", 8, 1000) for s in (0, 10, 20)])
+    with pytest.raises(InputError) as exc:
+        _report(path)
+    assert str(exc.value) == (
+        "t_wall does not advance: all 3 records (steps 0 to 20) are at one time, so there is no paid time to count "
+        "(the log's clock has dates without a time of day: a 1-day resolution); got 2024-05-01 00:00:00 UTC at "
+        f"{path}:line 2 to {path}:line 4 (log the wall time of each step to the second: ISO timestamps with a time "
+        "of day, or Unix seconds)")
+    pl.DataFrame({"step": [0, 10], "t_wall": [dt.date(2024, 5, 1)] * 2, "gpus_allocated": [8, 8],
+                  "tokens": [1000, 1000]}).write_parquet(tmp_path / "day.parquet")
+    with pytest.raises(InputError, match=r"does not advance: .*dates without a time of day"):
+        _report(tmp_path / "day.parquet")
+    two_days = write_csv(tmp_path / "days.csv", [(0, "2024-05-01", 1, 1000), (10, "2024-05-02", 1, 1000)])
+    r = _report(two_days)
+    assert r["gpu_hours_allocated"] == pytest.approx(24.0)
+    assert [w.code for w in r.warnings] == ["clock-resolution"]
+
+
+def test_cumulative_tokens_column(tmp_path):
+    """tokens_seen counts tokens so far (1,000 per step): read as tokens per step it would understate the
+    cost 500-fold, so napkin warns; --tokens-cumulative reads it as its change per step."""
+    rows = [(s, T0 + 3 * s, 8, 1000 * s) for s in range(0, 101, 10)]
+    path = write_csv(tmp_path / "cum.csv", rows, header="step,t_wall,gpus_allocated,tokens_seen")
+    warned = _report(path, map={"tokens_seen": "tokens"})
+    assert ("tokens-cumulative", "the tokens column grows with the step (10 of the 10 records that advance have "
+            "more tokens than the one before; 0 to 100,000): if it counts tokens seen so far, not tokens per step, "
+            "give --tokens-cumulative (or --tokens-per-step T)") in [(w.code, w.message) for w in warned.warnings]
+    r = _report(path, map={"tokens_seen": "tokens"}, tokens_cumulative=True)
+    assert r["advanced_tokens"] == 100_000
+    assert r["realised_usd"] == pytest.approx(BASE_USD, rel=1e-12)
+    assert "tokens-cumulative" not in [w.code for w in r.warnings]
+    assert "tokens-cumulative" not in [w.code for w in _report(write_csv(tmp_path / "b.csv", BASE)).warnings]
+    with pytest.raises(InputError, match="tokens_cumulative cannot be combined with --tokens-per-step"):
+        _report(path, map={"tokens_seen": "tokens"}, tokens_cumulative=True, tokens_per_step="1000")
+
+
+def test_lightning_without_clock_counts_from_step_0(tmp_path):
+    """CSVLogger rows at steps 49, 99, ..., 999 (log_every_n_steps=50, max_steps=1000) over two hours: Lightning
+    writes step s's row when s + 1 steps are done, and --start is step 0, so all 1,000 steps are counted
+    (before: 950, 5% short)."""
+    lines = ["epoch,lr-AdamW,step,train_loss,val_loss"] + [f"0,0.0003,{s},2.5," for s in range(49, 1000, 50)]
+    lines.append("0,,999,,2.3")
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(lines) + "\n")
+    r = _report(path, gpus=8, tokens_per_step="1M", start="2024-05-01T00:00:00Z", end="2024-05-01T02:00:00Z")
+    assert (r["first_step"], r["last_step"]) == (0, 1000)
+    assert r["advanced_tokens"] == 1000 * 1_000_000
+    assert r["gpu_hours_allocated"] == pytest.approx(16.0)
+    assert "Lightning writes step s's row when s + 1 steps are done: read as step s + 1" in r.notes
+    path.write_text("\n".join(lines[:1] + lines[11:]) + "\n")  # a run resumed from a checkpoint at step 500
+    resumed = _report(path, gpus=8, tokens_per_step="1M", start="2024-05-01T00:00:00Z",
+                      end="2024-05-01T02:00:00Z", start_step=500)
+    assert (resumed["first_step"], resumed["advanced_tokens"]) == (500, 500 * 1_000_000)
+    with pytest.raises(InputError, match=r"start_step must be at most the first logged step \(550\)"):
+        _report(path, gpus=8, tokens_per_step="1M", start="2024-05-01T00:00:00Z", end="2024-05-01T02:00:00Z",
+                start_step=551)

@@ -159,3 +159,119 @@ def test_lightning_callback_on_a_real_trainer(tmp_path):
     assert steps["advanced_tokens"] == 5 * 8
     assert steps["usd_per_million_advanced_tokens"] == pytest.approx(
         cb.core.last_figures["napkin/usd_per_million_tokens"], rel=1e-12)
+
+
+def test_hf_callback_when_the_trainer_counts_tokens(tmp_path):
+    """include_num_input_tokens_seen=True: transformers 5 adds train_runtime to every log entry, which is not the
+    end-of-training summary. The figures still land in every entry, and the trainer_state.json it saves is read
+    with no --tokens-per-step and no --start (the callback's wall clock is in it)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    from napkin.ledger.callbacks import NapkinTrainerCallback, attach
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32))
+
+    class Data(torch.utils.data.Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            x = torch.randint(0, 64, (16,))
+            return {"input_ids": x, "labels": x}
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, report_to=[], max_steps=6,
+                             per_device_train_batch_size=4, logging_steps=2, save_strategy="no", disable_tqdm=True,
+                             include_num_input_tokens_seen=True)
+    trainer = Trainer(model=model, args=args, train_dataset=Data())
+    cb = NapkinTrainerCallback(price="2.50/h", every=3, jsonl=str(tmp_path / "steps.jsonl"))
+    attach(trainer, cb)
+    trainer.train()
+    history = trainer.state.log_history
+    steps = [e for e in history if "loss" in e]
+    assert all("train_runtime" in e for e in steps)  # what broke the reader and the callback before
+    assert all("napkin/t_wall" in e for e in steps)
+    assert [e["step"] for e in history if "napkin/usd_per_million_tokens" in e] == [3, 6]
+    rows = [json.loads(x) for x in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in rows] == [0.0] + [4 * 16.0] * 6  # batch 4 × 16 tokens, from the Trainer's count
+    trainer.state.save_to_json(str(tmp_path / "trainer_state.json"))
+    hf = calculate("ledger", {"logs": [str(tmp_path / "trainer_state.json")], "price": "2.50/h"})
+    assert (hf["format"], hf["last_step"]) == ("hf", 6)
+    assert hf["advanced_tokens"] == (6 - steps[0]["step"]) * 64
+
+
+def _fake_hf(cb, *, zero, steps=4):
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(world_size=2, process_index=0 if zero else 1, include_num_input_tokens_seen="no")
+    state = SimpleNamespace(global_step=0, is_world_process_zero=zero, log_history=[], num_input_tokens_seen=0)
+    control = SimpleNamespace(should_log=False)
+    cb.on_train_begin(args, state, control)
+    logs = []
+    for _ in range(steps):
+        state.global_step += 1
+        control.should_log = False
+        cb.on_step_end(args, state, control)
+        entry = {"loss": 1.0}
+        state.log_history.append({**entry, "step": state.global_step})
+        cb.on_log(args, state, control, logs=entry)
+        logs.append((control.should_log, entry))
+    cb.on_train_end(args, state, control)
+    return logs
+
+
+def test_callbacks_write_only_on_global_rank_zero(tmp_path):
+    """Under DDP every rank runs the callback: only rank zero writes the step log and logs figures (two ranks
+    writing each step twice read as a rollback per step). Every rank asks the Trainer to log at the same steps
+    (its logging gathers the loss across ranks)."""
+    from types import SimpleNamespace
+
+    from napkin.ledger.callbacks import NapkinLightningCallback, NapkinTrainerCallback
+
+    other, zero = tmp_path / "rank1.jsonl", tmp_path / "rank0.jsonl"
+    opts = {"price": "2.50/h", "tokens_per_step": 16, "every": 2}
+    rank1 = _fake_hf(NapkinTrainerCallback(jsonl=str(other), **opts), zero=False)
+    rank0 = _fake_hf(NapkinTrainerCallback(jsonl=str(zero), **opts), zero=True)
+    assert not other.exists()
+    assert [json.loads(x)["step"] for x in zero.read_text().splitlines()] == [0, 1, 2, 3, 4]
+    assert [asked for asked, _ in rank1] == [asked for asked, _ in rank0] == [False, True, False, True]
+    assert all(not any(k.startswith("napkin/") for k in e) for _, e in rank1)
+    assert "napkin/usd_per_million_tokens" in rank0[1][1]
+
+    class Logger:
+        def __init__(self):
+            self.calls = []
+
+        def log_metrics(self, metrics, step):
+            self.calls.append(step)
+
+    for is_zero, path in ((False, tmp_path / "l1.jsonl"), (True, tmp_path / "l0.jsonl")):
+        cb = NapkinLightningCallback(jsonl=str(path), **opts)
+        trainer = SimpleNamespace(is_global_zero=is_zero, world_size=2, global_step=0, loggers=[Logger()])
+        cb.on_train_start(trainer, None)
+        for _ in range(4):
+            trainer.global_step += 1
+            cb.on_train_batch_end(trainer, None, {"loss": 1.0}, None, 0)
+        cb.on_train_end(trainer, None)
+        assert path.exists() is is_zero
+        assert trainer.loggers[0].calls == ([2, 4] if is_zero else [])
+
+
+def test_watch_waits_for_a_half_written_trainer_state(tmp_path):
+    """The Trainer rewrites trainer_state.json at each save: a poll that catches it half-written waits and
+    reads it again at the next refresh, instead of ending the watch."""
+    from napkin.ledger.watch import Watcher
+
+    path = tmp_path / "trainer_state.json"
+    hist = [{"loss": 2.0, "step": s, "napkin/t_wall": T0 + 10 * s, "napkin/gpus_allocated": 8} for s in range(11)]
+    whole = json.dumps({"log_history": hist})
+    path.write_text(whole[: len(whole) // 2])
+    w = Watcher(str(path), _req(path, tokens_per_step="1000"))
+    up = w.poll()
+    assert up.report is None
+    assert up.waiting.startswith(f"log is not valid JSON (Input data was truncated); got {path} (give a "
+                                 "trainer_state.json) (not complete yet? trying again)")
+    path.write_text(whole)
+    up = w.poll()
+    assert up.report["last_step"] == 10

@@ -33,18 +33,22 @@ class LedgerRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     plan_usd_per_million: Annotated[float | None, field("usd_per_million", "planned marginal $/M advanced tokens "
                                                         "(instead of --plan)", gt=0)] = None
     alert: Annotated[float, field("fraction", "alert when a day's realised $/M exceeds plan by more than this",
-                                  gt=0, le=10)] = 0.10
+                                  gt=0, le=1)] = 0.10
     format: Annotated[str, field("choice", "log format (auto sniffs and says what it chose)",
                                  choices=FORMATS)] = "auto"
     map: Annotated[dict[str, str], field("text", "log column (or TensorBoard tag) to field: step, t_wall, "
                                          "gpus_allocated or tokens", example="iter=step")] = {}
     tokens_per_step: Annotated[float | None, field("count", "tokens per optimiser step, global (replaces the "
                                                    "log's)", gt=0)] = None
+    tokens_cumulative: Annotated[bool, field("bool", "the log's tokens column counts tokens seen so far (tokens "
+                                             "per step = its change per step)")] = False
     gpus: Annotated[int | None, field("int", "GPUs allocated (replaces the log's)", gt=0)] = None
     seq_len: Annotated[float | None, field("count", "sequence length (Megatron-LM: tokens = global batch · "
                                            "seq_len)", gt=0)] = None
     start: Annotated[str | None, field("text", "run start, ISO time (logs without a wall clock per step)")] = None
     end: Annotated[str | None, field("text", "run end, ISO time (logs without a wall clock per step)")] = None
+    start_step: Annotated[int | None, field("int", "the step at --start (default 0; a run resumed from a "
+                                            "checkpoint: its step)", ge=0)] = None
     params: Annotated[float | None, field("count", "model parameters N (for realised MFU)", gt=0)] = None
     model: Annotated[str | None, field("name", "catalog model or config.json (for realised MFU)")] = None
     gpu: Annotated[str | None, field("name", "accelerator (its dense peak, for realised MFU)")] = None
@@ -75,9 +79,16 @@ def parse_time(name: str, text: str | None) -> float | None:
 def read_options(req: LedgerRequest) -> Any:
     from napkin.ledger.readers import ReadOptions
 
+    if req.tokens_cumulative and req.tokens_per_step is not None:
+        raise InputError("tokens_cumulative", "given", "cannot be combined with --tokens-per-step (which replaces "
+                         "the log's tokens column)", "give one or the other")
+    if req.start_step is not None and req.start is None:
+        raise InputError("start_step", req.start_step, "places the step at --start, which is not given",
+                         "give --start and --end too (logs without a wall clock per step)")
     return ReadOptions(format=req.format, mapping=dict(req.map), tokens_per_step=req.tokens_per_step,
                        gpus=req.gpus, seq_len=req.seq_len, start=parse_time("start", req.start),
-                       end=parse_time("end", req.end))
+                       end=parse_time("end", req.end), start_step=req.start_step,
+                       tokens_cumulative=req.tokens_cumulative)
 
 
 def read_all(req: LedgerRequest) -> list[Any]:
@@ -193,7 +204,13 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
         if plan is None or plan.usd_per_gpu_hour is None:
             raise InputError("price", "nothing", "is required", "give --price 2.50/h (the loaded $/GPU-hour paid)")
         price = plan.usd_per_gpu_hour
-        r.assume("usd_per_gpu_hour", price, f"from the plan ({plan.source})", unit="usd_per_hour", basis="given")
+        if plan.price_basis == "reference":  # the plan took a catalog list price, not one paid
+            r.assume("usd_per_gpu_hour", price, f"the plan's reference list price ({plan.source}), not a loaded "
+                     "price paid: give --price", unit="usd_per_hour", basis="reference")
+            r.warn("price-from-plan", f"no --price: the realised cost uses the plan's reference list price "
+                   f"{units.fmt_auto(price, 'usd_per_hour')}, not the price paid; give --price")
+        else:
+            r.assume("usd_per_gpu_hour", price, f"from the plan ({plan.source})", unit="usd_per_hour", basis="given")
     else:
         r.assume("usd_per_gpu_hour", price, "given (--price)", unit="usd_per_hour", basis="given")
         if plan is not None and plan.usd_per_gpu_hour and abs(plan.usd_per_gpu_hour - price) / price > 0.01:
@@ -315,7 +332,11 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
         for n in x.notes:
             if n not in r.notes:
                 r.note(n)
-    if len(rec.sources) > 1:
+    if rec.chained:
+        r.warn("downtime-not-counted", "the logs are timed from their own starts, not Unix time: they are joined end "
+               "to start in the order given, so the time between one log's end and the next one's start (restarts, "
+               "queueing) is not in the paid time; log Unix time to count it")
+    elif len(rec.sources) > 1:
         r.note("logs joined in time order; the time between one log's end and the next one's start is paid "
                "(allocated GPUs waiting on a restart)")
     return r

@@ -13,7 +13,9 @@ when a class is first used, so napkin never requires them::
     attach(trainer, NapkinTrainerCallback(price="2.50/h", tokens_per_step=4096, every=10))
 
 Within one process the step only moves forward; a restart is a new process writing a new
-log, and ``napkin ledger report --run NAME`` joins them.
+log, and ``napkin ledger report --run NAME`` joins them. Under data parallelism (DDP,
+FSDP, DeepSpeed) every rank runs the callback, but only global rank zero writes the step
+log and logs the figures: the others would repeat each step once per rank.
 """
 
 from __future__ import annotations
@@ -67,12 +69,19 @@ class LedgerCore:
             from napkin.ledger.drift import load_plan
 
             self.plan_usd_per_million = load_plan(plan).usd_per_million
-        self._fh = open(jsonl, "a", buffering=1) if jsonl else None  # noqa: SIM115 - closed in close()
+        self.jsonl = jsonl
+        self._fh: Any = None  # opened on rank zero's first record, closed in close()
+        self.rank_zero = True  # set by the trainer callback from the process's global rank
         self.last_figures: dict[str, float] = {}
 
     def record(self, step: int, tokens: float, *, gpus: int, loss: float | None = None) -> None:
+        """One optimiser step's record; only on global rank zero (other ranks keep nothing)."""
+        if not self.rank_zero:
+            return
         t = self.clock()
         self.ledger.add(float(step), t, float(gpus), float(tokens))
+        if self.jsonl and self._fh is None:
+            self._fh = open(self.jsonl, "a", buffering=1)  # noqa: SIM115 - closed in close()
         if self._fh is not None:
             row = {"step": int(step), "t_wall": t, "gpus_allocated": gpus, "tokens": tokens}
             if loss is not None:
@@ -80,7 +89,9 @@ class LedgerCore:
             self._fh.write(json.dumps(row) + "\n")
 
     def figures(self) -> dict[str, float]:
-        """The figures to log now (those that exist yet)."""
+        """The figures to log now (those that exist yet; none off rank zero)."""
+        if not self.rank_zero:
+            return {}
         led = self.ledger
         out: dict[str, float] = {"napkin/t_wall": led.last[1]} if led.last else {}
         if led.last is not None:
@@ -102,6 +113,8 @@ class LedgerCore:
         return out
 
     def due(self, step: int) -> bool:
+        """Whether figures are logged at ``step``: the same answer on every rank (the Trainer's
+        logging gathers the loss across ranks, so every rank must log at the same steps)."""
         return step > 0 and step % self.every == 0
 
     def close(self) -> None:
@@ -147,6 +160,8 @@ def _hf_class() -> type:
                 raise InputError("tokens_per_step", "nothing", "is required by NapkinTrainerCallback",
                                  "give tokens_per_step= (global batch × sequence length), or train with "
                                  "include_num_input_tokens_seen=True")
+            zero = getattr(state, "is_world_process_zero", None)
+            self.core.rank_zero = bool(zero) if zero is not None else int(getattr(args, "process_index", 0) or 0) == 0
             self._gpus = self.core.gpus or int(getattr(args, "world_size", 1) or 1)
             self._seen = float(getattr(state, "num_input_tokens_seen", 0) or 0)
             self.core.record(state.global_step, 0.0, gpus=self._gpus)
@@ -158,10 +173,15 @@ def _hf_class() -> type:
             return control
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-            if logs is None or "train_runtime" in logs:
+            from napkin.ledger.readers.hf import is_summary
+
+            # the end-of-training summary is not a step; transformers 5 puts train_runtime in every
+            # entry when it counts tokens, so the summary is told by the keys only it has
+            if logs is None or not self.core.rank_zero or is_summary(logs):
                 return
+            last = self.core.ledger.last  # every entry a step record: its wall clock and GPUs
             figures = self.core.figures() if self.core.due(state.global_step) else {
-                "napkin/t_wall": self.core.ledger.last[1]} if self.core.ledger.last else {}
+                "napkin/t_wall": last[1], "napkin/gpus_allocated": last[2]} if last else {}
             logs.update(figures)
             if state.log_history and state.log_history[-1].get("step") == state.global_step:
                 state.log_history[-1].update(figures)
@@ -198,6 +218,7 @@ def _lightning_class() -> type:
             self._gpus = 1
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            self.core.rank_zero = bool(getattr(trainer, "is_global_zero", True))
             self._gpus = self.core.gpus or int(getattr(trainer, "world_size", 1) or 1)
             self._step = trainer.global_step
             self.core.record(self._step, 0.0, gpus=self._gpus)
@@ -217,8 +238,8 @@ def _lightning_class() -> type:
                 loss = float(outputs.item())
             self.core.record(step, tokens, gpus=self._gpus, loss=loss)
             self._step, self._pending = step, 0.0
-            if self.core.due(step):
-                figures = self.core.figures()
+            figures = self.core.figures() if self.core.due(step) else {}
+            if figures:
                 for logger in trainer.loggers:
                     logger.log_metrics(figures, step=step)
 

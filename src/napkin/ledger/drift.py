@@ -9,6 +9,7 @@ causes (a slow node, a data-loader stall, a silent MFU regression after a code c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ class Plan:
     usd_per_gpu_hour: float | None = None
     mfu: float | None = None
     goodput: float | None = None
+    price_basis: str = "given"  # "reference" when the plan took a catalog list price (its `assumed` list)
 
 
 def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: float) -> float:
@@ -34,10 +36,22 @@ def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: flo
     return realised_usd_per_million / planned_usd_per_million
 
 
+PLAN_HEADER = re.compile(r"#\s*napkin\s+(\S+)\s+plan\b")
+
+
 def load_plan(path: str) -> Plan:
-    """The planned marginal $/M tokens of a plan file written by ``napkin train --save``."""
+    """The planned marginal $/M tokens of a plan file written by ``napkin train --save``.
+
+    A plan another command saved (``napkin serve --save`` writes ``# napkin serve plan``) is
+    refused: `napkin train` would fill the inputs it lacks with defaults and plan a run nobody
+    planned. The price keeps its basis: a list price the plan took by default (named in its
+    ``assumed`` list) stays a reference price, not one given."""
     from napkin.cli.common import read_config
 
+    kind = _plan_kind(path)
+    if kind is not None and kind != "train":
+        raise InputError("plan", path, f"is a `napkin {kind}` plan, not a training plan",
+                         "give a plan written by `napkin train --save plan.toml`, or --plan-usd-per-million X")
     raw = read_config(path)
     try:
         from napkin import calculate
@@ -52,8 +66,21 @@ def load_plan(path: str) -> Plan:
     price = report.get("price", report.get("usd_per_gpu_hour"))
     if price is None and isinstance(raw.get("price"), (int, float)):
         price = float(raw["price"])
+    basis = next((a.basis for a in report.assumptions if a.name == "price"), "given")
     mfu, goodput = report.get("mfu"), report.get("goodput")
-    return Plan(float(per_m["marginal"]), path, usd_per_gpu_hour=_num(price), mfu=_num(mfu), goodput=_num(goodput))
+    return Plan(float(per_m["marginal"]), path, usd_per_gpu_hour=_num(price), mfu=_num(mfu), goodput=_num(goodput),
+                price_basis="reference" if basis == "reference" else "given")
+
+
+def _plan_kind(path: str) -> str | None:
+    """The command named by a saved plan's first line (``# napkin train plan: ...``), if any."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return None  # read_config says what is wrong with the path
+    m = PLAN_HEADER.match(first.strip())
+    return m.group(1) if m else None
 
 
 def _num(v: Any) -> float | None:

@@ -2,9 +2,13 @@
 
 Several logs of one run (a restart that wrote a new file) are put in time order by their
 first record when their clocks are Unix time; logs timed from their own start are
-chained in the order given. Exact duplicates (same step at the same time, a line written
-twice) are dropped and counted. Time must not go backwards: a log out of order is an
-error that names the lines, never a silent re-sort that would hide a restart.
+chained in the order given, end to start (the time between them is not in the logs, so
+it is not counted, and the report says so). Exact duplicates (same step at the same
+time, a line written twice) are dropped and counted. Time must not go backwards: a log
+out of order is an error that names the lines, never a silent re-sort that would hide a
+restart; two logs whose times overlap are an error that names both. Time must advance:
+a log whose every record is at the same time (dates without a time of day) has no paid
+time to count.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class Records:
     duplicates: int = 0
     location: str = "line"
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. mfu_logged, loss (numpy, aligned)
+    chained: bool = False  # logs timed from their own start, put end to start
 
     def __len__(self) -> int:
         return len(self.step)
@@ -101,7 +106,9 @@ def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged",
     rec = Records(step=df["step"].to_numpy(), t_wall=df["t_wall"].to_numpy(), gpus=df["gpus_allocated"].to_numpy(),
                   tokens=df["tokens"].to_numpy(), line=df["line"].to_numpy(), source=df["source"].to_numpy(),
                   sources=sources, time_absolute=absolute, duplicates=duplicates, location=reads[0].location,
-                  extras={c: df[c].cast(pl.Float64).to_numpy() for c in extra_columns if c in df.columns})
+                  extras={c: df[c].cast(pl.Float64, strict=False).to_numpy() for c in extra_columns
+                          if c in df.columns},  # a text value (a nested object kept as text) is NaN here
+                  chained=not absolute and len(frames) > 1)
     if len(rec) == 1:
         raise NotEnoughRecords("log", sources[0], f"has one step record (step {int(rec.step[0])} at "
                          f"{rec.location} {int(rec.line[0])}): a cost needs at least two, and the time between them",
@@ -109,8 +116,26 @@ def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged",
     back = np.flatnonzero(np.diff(rec.t_wall) < 0)
     if back.size:
         i = int(back[0]) + 1
+        if rec.source[i] != rec.source[i - 1]:  # two logs: the later one starts before the earlier one ends
+            a, b = sources[int(rec.source[i - 1])], sources[int(rec.source[i])]
+            raise InputError("logs", f"{a}, {b}",
+                             f"must not overlap in time ({b} starts at {_fmt_t(rec.t_wall[i], absolute)}, before "
+                             f"{a} ends at {_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)})",
+                             "give the logs of one run, whose restarts follow each other; two jobs that ran at once "
+                             "are two runs: report each on its own")
         raise InputError("t_wall", f"{_fmt_t(rec.t_wall[i], absolute)} at {rec.where(i)}",
                          f"must not go backwards (it was {_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)}; "
                          f"{back.size} place(s) in all)",
                          "a step log must be in time order; give each restart's log as its own file")
+    if rec.t_wall[-1] <= rec.t_wall[0]:
+        whole = np.all(rec.t_wall == np.floor(rec.t_wall))
+        clock = next((r.clock for r in reads if r.clock), "") or (
+            "whole seconds: a 1-s resolution" if whole else "fractions of a second")
+        raise NotEnoughRecords("t_wall", f"{_fmt_t(rec.t_wall[0], absolute)} at {rec.where(0)} to "
+                               f"{rec.where(len(rec) - 1)}",
+                               f"does not advance: all {len(rec)} records (steps {int(rec.step.min())} to "
+                               f"{int(rec.step.max())}) are at one time, so there is no paid time to count (the "
+                               f"log's clock has {clock})",
+                               "log the wall time of each step to the second: ISO timestamps with a time of day, "
+                               "or Unix seconds")
     return rec

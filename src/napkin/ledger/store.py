@@ -3,9 +3,10 @@ can span restarts that wrote separate log files.
 
 Default path: ``$XDG_DATA_HOME/napkin/ledger.sqlite3`` (or ``~/.local/share/napkin/...``);
 ``--store PATH`` or ``NAPKIN_LEDGER_STORE`` choose another. Every report saves its run's
-summary and sources. With ``--run NAME`` the step records of each log are kept too
-(compressed, per source), and each later ``report --run NAME new.log`` reports over all
-of the run's logs, even when the earlier files are gone.
+summary and sources, under the log's file name (with its folders when another log of that
+name is stored: :meth:`Store.name_for`). With ``--run NAME`` the step records of each log
+are kept too (compressed, per source), and each later ``report --run NAME new.log``
+reports over all of the run's logs, even when the earlier files are gone.
 """
 
 from __future__ import annotations
@@ -92,6 +93,28 @@ class Store:
         now = time.time()
         cur = self.db.execute("INSERT INTO runs (name, created_s, updated_s) VALUES (?, ?, ?)", (name, now, now))
         return int(cur.lastrowid)
+
+    def name_for(self, path: str) -> tuple[str, str | None]:
+        """The run name of a report without ``--run``, and a note to show when it is not the file name.
+
+        The name is the log's file name; when a different file of that name is stored already
+        (``runA/log.csv`` then ``runB/log.csv``; every ``trainer_state.json``), its folders are
+        added from the nearest until the name is free (``runB/log.csv``), so no report replaces
+        another run's. The same file reported again keeps the name it was stored under.
+        """
+        full = os.path.abspath(path.rstrip("/") or path)
+        parts = [p for p in full.split(os.sep) if p]
+        base = parts[-1] if parts else full
+        mine = self.db.execute("SELECT r.name FROM runs r JOIN sources s ON s.run_id = r.id WHERE s.path = ?"
+                               " AND s.data IS NULL ORDER BY r.updated_s DESC", (full,)).fetchall()
+        for (name,) in mine:  # a report of this file before (not a --run run, which keeps records)
+            if name == full or full.endswith(os.sep + name):
+                return name, None if name == base else f"stored as run {name!r} (another {base} is stored already)"
+        for k in range(1, len(parts) + 1):
+            name = "/".join(parts[-k:])
+            if self.run_id(name) is None:
+                return name, None if k == 1 else f"stored as run {name!r} (another {base} is stored already)"
+        return full, f"stored as run {full!r} (another {base} is stored already)"
 
     def save_summary(self, name: str, *, fmt: str, options: dict, summary: dict) -> None:
         rid = self.run_id(name, create=True)

@@ -1,8 +1,9 @@
 """Follow a growing step log: refresh the report, print a line, alert on drift.
 
 Each refresh reads the log's complete lines (a half-written last line is left for the
-next refresh, never an error) and recomputes the report, vectorised. A refresh prints
-one status line when the log has grown, an ``ALERT`` line when the latest day's
+next refresh, never an error; so is a whole-file log caught half-written, such as a
+trainer_state.json being rewritten) and recomputes the report, vectorised. A refresh
+prints one status line when the log has grown, an ``ALERT`` line when the latest day's
 realised $/M crosses ``plan · (1 + alert)``, and an ``ok`` line when it comes back.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from napkin import units
+from napkin.ledger.readers import Unparseable
 from napkin.ledger.records import NotEnoughRecords
 
 LINE_FORMATS = ("csv", "jsonl", "megatron", "torchtitan", "lightning")
@@ -75,6 +77,9 @@ class Watcher:
             report = build_report(self.req, [read], combine([read]))
         except NotEnoughRecords as exc:
             return self._wait(str(exc))
+        except Unparseable as exc:  # a whole file (trainer_state.json) caught while being rewritten
+            self.signature = None  # read it again next time even if it has not changed since
+            return self._wait(f"{exc} (not complete yet? trying again)")
         self.report = report
         self.last_waiting = None
         return Update(report, self._lines(report))

@@ -31,6 +31,11 @@ EPOCH_MIN_S = 1e8  # t_wall at or above this is Unix seconds (1973 on); below it
 EPOCH_MS_MIN = 1e11  # Unix milliseconds look like this
 
 
+class Unparseable(InputError):
+    """A whole-file log (trainer_state.json, Parquet) that does not parse. Finished, it is
+    malformed; while a trainer rewrites it, it is half-written, and ``watch`` tries again."""
+
+
 @dataclass
 class ReadOptions:
     """What the command line says about a log that the log itself may not."""
@@ -42,6 +47,8 @@ class ReadOptions:
     seq_len: float | None = None
     start: float | None = None  # Unix seconds
     end: float | None = None
+    start_step: int | None = None  # the step at --start (default 0)
+    tokens_cumulative: bool = False  # the tokens column counts tokens seen so far
 
 
 @dataclass
@@ -59,6 +66,9 @@ class LogRead:
     notes: list[str] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     sniffed: str = ""  # why auto chose this format
+    clock: str = ""  # the t_wall resolution when the log says it (dates without a time: a day)
+    origin: tuple[int, float] | None = None  # (step, t_wall) placed at --start before the first record
+    tokens_derived: bool = False  # the reader worked out tokens per step (not a column of the log)
 
     def skip(self, lines: list[int], reason: str, count: int | None = None) -> None:
         self.skipped_count += len(lines) if count is None else count
@@ -116,8 +126,17 @@ def _resolve_dir(path: str, fmt: str) -> str:
                      "give the log file itself")
 
 
+SNIFF_BYTES = 65536  # the head that decides most logs
+SCAN_BYTES = 64 * 1024 * 1024  # how far to look for a training line behind a long preamble
+MEGATRON_RX = rb"iteration\s+\d+\s*/\s*\d+\s*\|"
+TORCHTITAN_RX = rb"step:\s*\d+\s+.*loss:\s*[-\d.]"
+
+
 def sniff(path: str, content: bytes | None = None, name: str | None = None) -> tuple[str, str]:
-    """(format, why) from the file name and its first bytes."""
+    """(format, why) from the file name and its first bytes (further in for a training stdout
+    whose preamble is long: Megatron-LM prints every argument before its first iteration)."""
+    import re
+
     base = os.path.basename(name or path).lower()
     if content is None and os.path.isdir(path):
         return "tensorboard", "a folder of TensorBoard event files"
@@ -127,28 +146,62 @@ def sniff(path: str, content: bytes | None = None, name: str | None = None) -> t
         return "parquet", "the file name ends in .parquet"
     if content is None:
         with open(path, "rb") as fh:
-            head = fh.read(65536)
+            head = fh.read(SNIFF_BYTES)
     else:
-        head = content[:65536]
+        head = content[:SNIFF_BYTES]
     if head.startswith(b"PAR1"):
         return "parquet", "the file starts with the Parquet magic bytes"
-    text = head.decode("utf-8", errors="replace")
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     stripped = text.lstrip()
     if base == "trainer_state.json" or (stripped.startswith("{") and '"log_history"' in text):
         return "hf", "a JSON object with log_history (Hugging Face trainer_state.json)"
     if base.endswith((".jsonl", ".ndjson")) or (stripped.startswith("{") and "\n" in stripped):
         return "jsonl", "lines of JSON objects"
-    import re
-
-    if re.search(r"iteration\s+\d+\s*/\s*\d+\s*\|", text):
-        return "megatron", "lines match 'iteration N/ M |' (Megatron-LM)"
-    if re.search(r"step:\s*\d+\s+.*loss:\s*[-\d.]", text):
-        return "torchtitan", "lines match 'step: N  loss: X' (torchtitan)"
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    lines_rx = ((MEGATRON_RX, "megatron", "lines match 'iteration N/ M |' (Megatron-LM)"),
+                (TORCHTITAN_RX, "torchtitan", "lines match 'step: N  loss: X' (torchtitan)"))
+    for rx, fmt, why in lines_rx:
+        if re.search(rx, head):
+            return fmt, why
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
     cols = [c.strip().strip('"') for c in first.split(",")]
     if "step" in cols and "epoch" in cols and "t_wall" not in cols:
         return "lightning", "a CSV header with epoch and step (Lightning CSVLogger metrics.csv)"
-    if len(cols) > 1:
+    if len(cols) > 1 and _same_commas(lines[:50], complete=len(head) < SNIFF_BYTES):
         return "csv", "a comma-separated header"
+    if len(head) == SNIFF_BYTES:  # not a table: a training stdout whose preamble fills the head?
+        for rx, fmt, why in lines_rx:
+            if _found_further(path, content, rx):
+                return fmt, why + " after a preamble of over 64 KB"
     raise InputError("format", "auto", "could not tell the log's format",
                      "give --format csv|jsonl|parquet|hf|lightning|megatron|torchtitan|tensorboard")
+
+
+def _found_further(path: str, content: bytes | None, rx: bytes) -> bool:
+    """Whether a line matching ``rx`` starts within the first SCAN_BYTES (read in chunks)."""
+    import re
+
+    if content is not None:
+        return re.search(rx, content[:SCAN_BYTES]) is not None
+    with open(path, "rb") as fh:
+        tail = b""
+        for _ in range(SCAN_BYTES // (16 * SNIFF_BYTES)):
+            chunk = fh.read(16 * SNIFF_BYTES)
+            if not chunk:
+                return False
+            if re.search(rx, tail + chunk):
+                return True
+            tail = chunk[-4096:]
+    return False
+
+
+def _same_commas(lines: list[str], *, complete: bool) -> bool:
+    """A CSV's first lines: the header's comma count on most data lines (quoted commas aside)."""
+    import re
+
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]  # the head may end inside a line
+    counts = [len(re.sub(r'"(?:[^"]|"")*"', "", ln).split(",")) for ln in lines]
+    if len(counts) < 2:
+        return True
+    return sum(c == counts[0] for c in counts[1:]) >= 0.5 * (len(counts) - 1)

@@ -36,36 +36,55 @@ def rename(df: Any, opts: ReadOptions) -> Any:
     return df.rename(renames)
 
 
+DATE_ONLY_RX = r"^\d{4}-\d\d-\d\d$"
+DAY_CLOCK = "dates without a time of day: a 1-day resolution"
+
+
 def time_to_seconds(df: Any, out: LogRead) -> Any:
-    """t_wall as float seconds: numbers kept, ISO timestamps parsed (UTC when no offset is given)."""
+    """t_wall as float seconds: numbers kept, ISO timestamps parsed (UTC when no offset is given),
+    dates (a Date column, or text with no time of day) as midnight UTC, with a warning."""
     import polars as pl
 
     if "t_wall" not in df.columns:
         return df
     dtype = df.schema["t_wall"]
     if dtype == pl.String:
-        as_num = df["t_wall"].str.strip_chars().cast(pl.Float64, strict=False)
+        text = df["t_wall"].str.strip_chars()
+        as_num = text.cast(pl.Float64, strict=False)
         given = df["t_wall"].drop_nulls()
         n_num = as_num.drop_nulls().len()
         if given.len() and n_num >= 0.5 * given.len():
             df = df.with_columns(as_num.alias("t_wall"))
         else:
-            parsed = df["t_wall"].str.strip_chars().str.to_datetime(strict=False, time_unit="us")
+            dates = text.drop_nulls()
+            if dates.len() and len(dates[0]) == 10 and bool(dates.str.contains(DATE_ONLY_RX).all()):
+                _day_clock(out)
+            try:
+                parsed = text.str.to_datetime(strict=False, time_unit="us")
+            except pl.exceptions.ComputeError:  # no value looks like a timestamp: each is skipped by line
+                parsed = pl.Series("t_wall", [None] * df.height, dtype=pl.Datetime("us"))
             if parsed.dtype.time_zone is None:  # type: ignore[union-attr]
                 if parsed.drop_nulls().len():
                     out.notes.append("timestamps carry no time zone: read as UTC")
                 parsed = parsed.dt.replace_time_zone("UTC")
             df = df.with_columns((parsed.dt.epoch("us").cast(pl.Float64) / 1e6).alias("t_wall"))
             return df
+    elif dtype == pl.Date:
+        _day_clock(out)
+        col = df["t_wall"].cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        return df.with_columns((col.dt.epoch("us").cast(pl.Float64) / 1e6).alias("t_wall"))
     elif isinstance(dtype, pl.Datetime):
         col = df["t_wall"]
         if dtype.time_zone is None:
             out.notes.append("timestamps carry no time zone: read as UTC")
             col = col.dt.replace_time_zone("UTC")
         return df.with_columns((col.dt.epoch("us").cast(pl.Float64) / 1e6).alias("t_wall"))
+    elif isinstance(dtype, pl.Duration):  # time since the start
+        df = df.with_columns((pl.col("t_wall").dt.total_microseconds().cast(pl.Float64) / 1e6).alias("t_wall"))
     else:
         df = df.with_columns(pl.col("t_wall").cast(pl.Float64, strict=False))
-    med = df["t_wall"].drop_nulls().median()
+    finite = df["t_wall"].drop_nulls()
+    med = finite.filter(finite.is_finite()).median()
     if med is not None and med >= EPOCH_MS_MIN:
         raise InputError("t_wall", f"{med:.6g}", "looks like milliseconds since 1970, not seconds",
                          "write seconds (or ISO timestamps) in t_wall")
@@ -74,6 +93,12 @@ def time_to_seconds(df: Any, out: LogRead) -> Any:
         out.notes.append("t_wall is seconds from an arbitrary start (not Unix time): days are counted from "
                          "the first record")
     return df
+
+
+def _day_clock(out: LogRead) -> None:
+    out.clock = DAY_CLOCK
+    out.warnings.append(("clock-resolution", "t_wall has dates without a time of day: every record is placed at "
+                         "midnight UTC, so paid time is known only to the day; log the time of each step"))
 
 
 def finish(df: Any, opts: ReadOptions, out: LogRead) -> LogRead:
@@ -97,14 +122,25 @@ def finish(df: Any, opts: ReadOptions, out: LogRead) -> LogRead:
         if f not in cols:
             raise InputError(f, out.path, f"is missing from the {out.format} log (columns: {shown})", FIX[f])
     df = df.with_columns([pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")])
+    if opts.tokens_cumulative:
+        df = tokens_per_step_from_cumulative(df, out)
+    elif opts.tokens_per_step is None and not out.tokens_derived:
+        _warn_if_cumulative(df, out)
+
+    def nonfinite(f: str) -> Any:
+        return pl.col(f).is_nan() | pl.col(f).is_infinite()
+
     checks = [
         ("step", pl.col("step").is_null(), "no step"),
+        ("step", nonfinite("step"), "step is NaN or infinite"),
         ("step", (pl.col("step") < 0) | (pl.col("step") != pl.col("step").floor()), "step is not a whole number >= 0"),
-        ("t_wall", pl.col("t_wall").is_null() | pl.col("t_wall").is_nan(), "no readable t_wall"),
-        ("gpus_allocated", pl.col("gpus_allocated").is_null() | (pl.col("gpus_allocated") <= 0)
-         | pl.col("gpus_allocated").is_nan(), "no gpus_allocated > 0"),
-        ("tokens", pl.col("tokens").is_null() | (pl.col("tokens") < 0) | pl.col("tokens").is_nan(),
-         "no tokens >= 0"),
+        ("t_wall", pl.col("t_wall").is_null(), "no readable t_wall"),
+        ("t_wall", nonfinite("t_wall"), "t_wall is NaN or infinite"),
+        ("gpus_allocated", nonfinite("gpus_allocated"), "gpus_allocated is NaN or infinite"),
+        ("gpus_allocated", pl.col("gpus_allocated").is_null() | (pl.col("gpus_allocated") <= 0),
+         "no gpus_allocated > 0"),
+        ("tokens", nonfinite("tokens"), "tokens is NaN or infinite"),
+        ("tokens", pl.col("tokens").is_null() | (pl.col("tokens") < 0), "no tokens >= 0"),
     ]
     reason = pl.lit(None, dtype=pl.String)
     for _, cond, why in reversed(checks):
@@ -122,17 +158,65 @@ def finish(df: Any, opts: ReadOptions, out: LogRead) -> LogRead:
         out.skipped.sort()
         del out.skipped[20:]
     df = df.filter(pl.col("_why").is_null()).drop([c for c in ("_why", "_malformed") if c in df.columns])
+    if out.origin is not None and df.height and df["step"][0] > out.origin[0]:
+        # the run's start (--start, at step 0 or --start-step) as a record of its own: the steps before
+        # the first logged one were paid from --start and are counted as run
+        first = df.head(1).select("gpus_allocated", "tokens")
+        start = pl.DataFrame({"line": [0], "step": [float(out.origin[0])], "t_wall": [out.origin[1]]},
+                             schema={"line": pl.Int64, "step": pl.Float64, "t_wall": pl.Float64})
+        df = pl.concat([pl.concat([start, first], how="horizontal"), df], how="diagonal_relaxed")
     df = df.with_columns(pl.col("step").cast(pl.Int64))
     out.frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]])
     return out
 
 
+def tokens_per_step_from_cumulative(df: Any, out: LogRead) -> Any:
+    """A tokens column that counts tokens seen so far, as tokens per step: its change over the
+    change in step between records (the first record takes the first such figure)."""
+    import polars as pl
+
+    d_tokens, d_step = pl.col("tokens").diff(), pl.col("step").diff()
+    per = pl.when((d_step != 0) & (d_tokens / d_step > 0)).then(d_tokens / d_step).otherwise(None)
+    df = df.with_columns(per.forward_fill().backward_fill().alias("tokens"))
+    out.notes.append("tokens per step = the change in the cumulative tokens column over the change in step "
+                     "(--tokens-cumulative)")
+    return df
+
+
+CUMULATIVE_MIN_PAIRS = 4  # forward record pairs needed before a tokens column is called cumulative
+
+
+def _warn_if_cumulative(df: Any, out: LogRead) -> None:
+    """A tokens column that rises at (nearly) every forward record pair counts tokens seen so far,
+    not tokens per step (a batch-size ramp rises in a few steps, then holds): read as tokens per
+    step it understates the cost by the number of steps run, so say so and give the fix."""
+    import polars as pl
+
+    k = df["tokens"].drop_nulls()
+    if k.len() <= CUMULATIVE_MIN_PAIRS or k.min() == k.max():  # the usual log: the same tokens every step
+        return
+    pairs = df.select(pl.col("step").diff().alias("ds"), pl.col("tokens").diff().alias("dk")).filter(pl.col("ds") > 0)
+    if pairs.height < CUMULATIVE_MIN_PAIRS:
+        return
+    rising = pairs.filter(pl.col("dk") > 0).height
+    if rising < 0.9 * pairs.height:
+        return
+    out.warnings.append((
+        "tokens-cumulative",
+        f"the tokens column grows with the step ({rising} of the {pairs.height} records that advance have more "
+        f"tokens than the one before; {k.min():,.0f} to {k.max():,.0f}): if it counts tokens seen so far, not "
+        "tokens per step, give --tokens-cumulative (or --tokens-per-step T)"))
+
+
 def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) -> Any:
     """t_wall spread between --start and --end in proportion to the steps run.
 
+    --start is the run at step 0 (or ``--start-step``, a run resumed from a checkpoint), so the
+    steps before the first logged one are paid and counted; ``finish`` adds that record.
     Total paid time is exact ((end − start) · GPUs); the split into days and the time
     lost to restarts are estimates, and the report says so.
     """
+    import numpy as np
     import polars as pl
 
     if opts.start is None or opts.end is None:
@@ -141,13 +225,27 @@ def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) 
                          "or give --start and --end of the run")
     if opts.end <= opts.start:
         raise InputError("end", opts.end, "must be after --start")
-    if df.height < 2:
-        return df.with_columns(pl.lit(opts.start, dtype=pl.Float64).alias("t_wall"))
+    origin = 0 if opts.start_step is None else int(opts.start_step)
     step = df["step"].cast(pl.Float64)
-    run = step.diff().fill_null(0.0)
-    run = pl.Series(run.to_numpy().clip(min=0.0)).cum_sum()
-    frac = run / run.max() if run.max() else pl.Series([i / (df.height - 1) for i in range(df.height)])
+    first = step.drop_nulls().min() if step.drop_nulls().len() else None
+    if first is not None and first < origin:
+        raise InputError("start_step", origin, f"must be at most the first logged step ({first:g})",
+                         "give the step the run was at when --start")
+    if df.height == 0:
+        return df.with_columns(pl.lit(None, dtype=pl.Float64).alias("t_wall"))
+    d = step.diff().to_numpy().copy()  # steps run since the record before; the first, since --start
+    d[0] = step[0] - origin if step[0] is not None else 0.0
+    run = pl.Series(np.nan_to_num(d, nan=0.0).clip(min=0.0)).cum_sum()
+    if run.max():
+        frac = run / run.max()
+    else:
+        frac = pl.Series([i / max(df.height - 1, 1) for i in range(df.height)])
     df = df.with_columns((opts.start + frac * (opts.end - opts.start)).alias("t_wall"))
+    if first is not None and first > origin:
+        out.origin = (origin, opts.start)
+        out.notes.append(f"--start is the run at step {origin}"
+                         + (" (give --start-step N for a run resumed at step N)" if opts.start_step is None else "")
+                         + f": the steps from {origin} to the first logged step {first:g} are paid and counted")
     out.warnings.append(("time-interpolated",
                          f"the {out.format} log has no wall clock per step: times are spread between --start and "
                          "--end by steps run, so paid time is exact but the per-day split and restart downtime "

@@ -12,21 +12,42 @@ from __future__ import annotations
 from typing import Any
 
 from napkin.errors import InputError
-from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers import LogRead, ReadOptions, Unparseable
 from napkin.ledger.readers.common import finish, interpolate_time, rename, time_to_seconds
 
-SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "total_flos")
+# Keys only the end-of-training summary has (Trainer._finalize_training: train_loss, total_flos).
+# Not train_runtime: transformers 5 adds train_runtime and train_tokens_per_second to every
+# training entry when include_num_input_tokens_seen is on.
+SUMMARY_KEYS = ("train_loss", "total_flos")
+
+
+def is_summary(entry: dict) -> bool:
+    """Whether a log entry is the Trainer's end-of-training summary, not a training step."""
+    return any(k in entry for k in SUMMARY_KEYS)
+
+
+def decode(data: bytes, label: str) -> Any:
+    """trainer_state.json, with the NaN and Infinity that Python's json writes (a diverged
+    grad_norm) read as floats."""
+    import json
+
+    import msgspec
+
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        try:  # Python's own parser takes NaN/Infinity (msgspec is strict JSON)
+            return json.loads(data)
+        except ValueError:
+            pass
+        raise Unparseable("log", label, f"is not valid JSON ({exc})", "give a trainer_state.json") from None
 
 
 def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
-    import msgspec
     import polars as pl
 
     out = LogRead(frame=None, format="hf", path=label, location="entry")
-    try:
-        state = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
-        raise InputError("log", label, f"is not valid JSON ({exc})", "give a trainer_state.json") from None
+    state = decode(data, label)
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise InputError("log", label, "has no log_history list", "give the trainer_state.json of a Trainer run")
@@ -36,7 +57,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         if not isinstance(entry, dict):
             out.skip([i], "not an object")
             continue
-        if any(k in entry for k in SUMMARY_KEYS) or any(k.startswith("eval_") for k in entry):
+        if is_summary(entry) or any(k.startswith("eval_") for k in entry):
             continue  # the end-of-training summary and evaluation entries are not training steps
         rows.append({k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
         lines.append(i)
@@ -60,6 +81,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         d_seen = seen.diff()
         per_step = (d_seen / d_steps).fill_null(seen / df["step"])
         df = df.with_columns(pl.when(per_step > 0).then(per_step).otherwise(None).alias("tokens"))
+        out.tokens_derived = True
         out.notes.append("tokens per step from the change in num_input_tokens_seen (counts padding if the "
                          "trainer did)")
     if "gpus_allocated" not in df.columns and opts.gpus is None:

@@ -3,7 +3,8 @@
 Lightning writes one row per logging call, so one step may span several rows (training
 metrics, validation metrics): consecutive rows with the same step are merged. The file
 has no wall clock unless napkin's ``NapkinLightningCallback`` logged ``napkin/t_wall``;
-without it, give ``--start`` and ``--end``.
+without it, give ``--start`` and ``--end``: Lightning's own rows are then read as the steps
+done when they were written (step s + 1: it logs before it counts the step).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
                              "not step records (the callback logs the wall clock every `every` steps)")
         merged = time_to_seconds(timed, out)
     else:
-        merged = interpolate_time(merged.filter(pl.col("step").is_not_null()), opts, out,
-                                  missing="CSVLogger writes no wall clock")
+        # Lightning logs a training step's metrics after its optimiser step but before it counts
+        # it (training_epoch_loop: update_train_step_metrics, then _batches_that_stepped += 1), so
+        # the row of step s is written when s + 1 steps are done
+        merged = merged.filter(pl.col("step").is_not_null()).with_columns(pl.col("step") + 1)
+        out.notes.append("Lightning writes step s's row when s + 1 steps are done: read as step s + 1")
+        merged = interpolate_time(merged, opts, out, missing="CSVLogger writes no wall clock")
     return finish(merged, opts, out)

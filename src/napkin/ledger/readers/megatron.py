@@ -6,7 +6,8 @@ A line looks like ``[2024-05-01 10:00:00] iteration      100/  500000 | consumed
 the elapsed milliseconds, and the downtime of a restart is invisible (the report says so).
 The line has no sequence length: tokens per step = global batch size · ``--seq-len``.
 Other lines of the log are not records and are not counted as skipped; a line that says
-``iteration`` and ``|`` but does not parse is.
+``iteration`` and ``|`` but does not parse is. Evaluation lines (``validation loss at
+iteration N | lm loss value: ...``) are not training steps: counted in a note, not skipped.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from napkin.ledger.readers.common import finish
 from napkin.units import MILLION
 
 TS = r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*)?"
+EVAL = r"\b(?:validation|test) loss at iteration\s+\d+"  # Megatron-LM's evaluate_and_print_results
 ITER = TS + r"iteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)$"
 NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 FIELDS = {
@@ -39,6 +41,12 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
     lines = pl.Series("raw", data.decode("utf-8", errors="replace").split("\n"))
     df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
     df = df.filter(pl.col("raw").str.contains(r"\biteration\b") & pl.col("raw").str.contains("|", literal=True))
+    evals = df["raw"].str.contains(EVAL)
+    n_eval = int(evals.sum())
+    if n_eval:
+        df = df.filter(~evals)
+        out.notes.append(f"{n_eval} evaluation line(s) ('validation loss at iteration N | ...') are not training "
+                         "steps: not records")
     if df.height == 0:
         from napkin.ledger.records import NotEnoughRecords
 
@@ -82,6 +90,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
             raise InputError("seq_len", "nothing", "is required for Megatron-LM logs (the lines carry no "
                              "sequence length)", "give --seq-len 4096, or --tokens-per-step")
         parts = parts.with_columns((pl.col("global_batch_size") * opts.seq_len).alias("tokens"))
+        out.tokens_derived = True  # a batch-size ramp rises record after record: not a cumulative count
         out.notes.append(f"tokens per step = global batch size · seq_len ({opts.seq_len:g})")
     if opts.gpus is None:
         raise InputError("gpus", "nothing", "is required for Megatron-LM logs (the lines carry no GPU count)",

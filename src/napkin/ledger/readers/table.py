@@ -2,9 +2,9 @@
 
 Columns: ``step``, ``t_wall`` (Unix seconds, seconds from a start, or ISO timestamps),
 ``gpus_allocated``, ``tokens`` (tokens in that step; or ``--tokens-per-step``). Any other
-column (loss, learning rate) is kept. CSV is read by polars' native reader; a line with
-the wrong number of fields, an unreadable number or a missing field is skipped and
-reported with its line number.
+column (loss, learning rate) is kept. CSV is read by polars' native reader (RFC 4180
+quoted fields line by line); a line with the wrong number of fields, an unreadable number
+or a missing field is skipped and reported with its line number.
 """
 
 from __future__ import annotations
@@ -12,31 +12,47 @@ from __future__ import annotations
 from typing import Any
 
 from napkin.errors import InputError
-from napkin.ledger.readers import FIELDS, LogRead, ReadOptions
+from napkin.ledger.readers import FIELDS, LogRead, ReadOptions, Unparseable
 from napkin.ledger.readers.common import finish, rename, time_to_seconds
 
 NUMERIC = ("step", "gpus_allocated", "tokens")
 
 
-def _header(data: bytes) -> tuple[int, int, list[str]]:
-    """(byte offset of the header line, its 1-based line number, column names)."""
+# one field of an RFC 4180 line, with the comma before it: "quoted, ""escaped""" or bare
+FIELD_RX = r'(?:^|,)(?:[ \t]*"(?:[^"]|"")*"[ \t]*|[^,"]*)'
+
+
+def _header(data: bytes) -> tuple[int, int, int, list[str]]:
+    """(byte offset of the header line, of the line after it, the header's 1-based line number, column names).
+
+    Names are unquoted (RFC 4180) and stripped of spaces and of a UTF-8 byte order mark:
+    ``step, t_wall`` names ``t_wall``."""
     pos, line = 0, 1
     while pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end
-        text = data[pos:end].decode("utf-8", errors="replace").strip()
+        text = data[pos:end].decode("utf-8", errors="replace").lstrip("\ufeff").strip()
         if text:
-            return pos, line, [c.strip().strip('"').strip() for c in text.split(",")]
+            return pos, end + 1, line, _split_line(text)
         pos, line = end + 1, line + 1
     from napkin.ledger.records import NotEnoughRecords
 
     raise NotEnoughRecords("log", "empty", "has no header line and no records", "give a CSV step log with a header")
 
 
+def _split_line(text: str) -> list[str]:
+    """The fields of one CSV line (RFC 4180 quoting), unquoted and stripped."""
+    import csv
+
+    row = next(csv.reader([text], skipinitialspace=True), [])
+    return [c.strip() for c in row]
+
+
 def _numeric_columns(data: bytes, names: list[str], sample: int = 200) -> set[str]:
     """Columns whose values in the first lines all read as numbers: parsed as Float64 by polars directly
-    (a later value that does not is null there: skipped if the field is required, absent otherwise)."""
-    lines = [ln for ln in data[:65536].split(b"\n")[1:sample + 1] if ln.strip()]
+    (a later value that does not is null there: skipped if the field is required, absent otherwise).
+    ``data`` starts at the first line after the header."""
+    lines = [ln for ln in data[:65536].split(b"\n")[:sample] if ln.strip()]
     if len(lines) > 1 and not data[:65536].endswith(b"\n"):
         lines = lines[:-1]  # the sample may end inside a line
     out = set()
@@ -52,38 +68,52 @@ def _numeric_columns(data: bytes, names: list[str], sample: int = 200) -> set[st
 
 
 def read_csv_frame(data: bytes, opts: ReadOptions, out: LogRead) -> Any:
-    """The raw table of a CSV log, ``line`` numbered, ragged lines marked in ``_malformed``."""
+    """The raw table of a CSV log, ``line`` numbered, ragged lines marked in ``_malformed``.
+
+    The header may carry spaces after its commas and a UTF-8 byte order mark; fields may be
+    quoted (RFC 4180: ``"ok, fine"``, a quote inside doubled). A file without a quote is read by
+    polars' native reader; one with quotes is split line by line, so each record keeps its
+    line number and a line with a stray quote is skipped by number, never merged with the next.
+    """
     import polars as pl
 
-    offset, header_line, names = _header(data)
-    if offset:
-        data = data[offset:]
+    head_at, body_at, header_line, names = _header(data)
+    names = [n or f"column_{i + 1}" for i, n in enumerate(names)]  # a header ending in a comma
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise InputError("log", out.path, f"has a repeated column name in its header ({', '.join(dup)})",
                          "give each column a distinct name")
+    if "line" in names:
+        raise InputError("log", out.path, "has a column named 'line' (napkin numbers the records under that name)",
+                         "rename that column")
+    if data.find(b'"', body_at) >= 0:
+        return _read_quoted(data[body_at:], names, header_line, opts)
     target = {n: opts.mapping.get(n, n) for n in names}
-    quoted = b'"' in data
-    numeric = _numeric_columns(data, names) if not quoted else set()
-    overrides = {n: (pl.Float64 if (target[n] in NUMERIC or n in numeric) and not quoted else pl.String)
-                 for n in names}
+    numeric = _numeric_columns(data[body_at:body_at + 65536], names)
+    schema = {n: (pl.Float64 if (target[n] in NUMERIC or n in numeric) else pl.String) for n in names}
+    if data[head_at:body_at].rstrip(b"\r\n") == ",".join(names).encode():  # a plain header: read as it is
+        table = data if head_at == 0 else data[head_at:]
+        read_schema = schema
+    else:  # spaces, quotes or a byte order mark in the header: polars reads a plain one in its place
+        read_schema = {f"_c{i}": dtype for i, dtype in enumerate(schema.values())}
+        table = ",".join(read_schema).encode() + b"\n" + data[body_at:]
     try:
-        df = pl.read_csv(data, has_header=True, schema_overrides=overrides, quote_char=None, ignore_errors=True,
-                         truncate_ragged_lines=True, infer_schema=False, raise_if_empty=False)
+        df = pl.read_csv(table, has_header=True, schema=read_schema, quote_char=None, ignore_errors=True,
+                         truncate_ragged_lines=True, raise_if_empty=False)
     except pl.exceptions.PolarsError as exc:  # pragma: no cover - polars refused the whole file
         raise InputError("log", out.path, f"could not be read as CSV ({str(exc).splitlines()[0]})") from None
+    if read_schema is not schema:
+        df = df.rename(dict(zip(read_schema, names)))
+    del table
     df = df.with_row_index("line", offset=header_line + 1).with_columns(pl.col("line").cast(pl.Int64))
-    if quoted:
-        df = df.with_columns([pl.col(n).str.strip_chars().str.strip_chars('"') for n in names])
-        df = df.with_columns([pl.col(n).cast(pl.Float64, strict=False) for n in names if target[n] in NUMERIC])
     raw_lines: Any = None
 
     def per_line() -> Any:  # the raw lines, numbered like the rows (built only when something is off)
         nonlocal raw_lines
         if raw_lines is None:
-            text = pl.Series(data.decode("utf-8", errors="replace").split("\n"))
-            raw_lines = pl.DataFrame({"line": pl.int_range(header_line, header_line + text.len(), eager=True,
-                                                           dtype=pl.Int64), "_raw": text})
+            text = pl.Series(data[body_at:].decode("utf-8", errors="replace").split("\n"))
+            raw_lines = pl.DataFrame({"line": pl.int_range(header_line + 1, header_line + 1 + text.len(),
+                                                           eager=True, dtype=pl.Int64), "_raw": text})
         return raw_lines
 
     empty = pl.all_horizontal([pl.col(n).is_null() for n in names])
@@ -92,15 +122,47 @@ def read_csv_frame(data: bytes, opts: ReadOptions, out: LogRead) -> Any:
         df = df.filter(~(empty & pl.col("line").is_in(blank.implode())))
     # every data line has exactly len(names) fields unless the commas say otherwise
     ncols = len(names)
-    expected = (ncols - 1) * (df.height + 1)
+    expected = (ncols - 1) * df.height
     short = df.select(pl.col(names[-1]).is_null().sum()).item() if df.height else 0
-    if data.count(b",") != expected or short:
+    if data.count(b",", body_at) != expected or short:
         fields = per_line().with_columns((pl.col("_raw").str.count_matches(",", literal=True) + 1).alias("_n"))
         df = df.join(fields.drop("_raw"), on="line", how="left").with_columns(
             pl.when(pl.col("_n") != ncols)
             .then(pl.format("has {} field(s); the header has " + str(ncols), pl.col("_n")))
             .otherwise(None).alias("_malformed")).drop("_n")
     return df
+
+
+def _read_quoted(data: bytes, names: list[str], header_line: int, opts: ReadOptions) -> Any:
+    """A CSV with quoted fields, split line by line with an RFC 4180 field pattern (vectorised)."""
+    import polars as pl
+
+    text = pl.Series("_raw", data.decode("utf-8", errors="replace").split("\n"))
+    if text.len() and text[-1] == "":
+        text = text.head(text.len() - 1)
+    df = pl.DataFrame([text]).with_row_index("line", offset=header_line + 1).with_columns(
+        pl.col("line").cast(pl.Int64), pl.col("_raw").str.strip_chars_end("\r"))
+    df = df.filter(pl.col("_raw").str.strip_chars() != "")
+    parts = pl.col("_raw").str.extract_all(FIELD_RX)
+    df = df.with_columns(parts.alias("_f"))
+    ncols = len(names)
+    whole = pl.col("_f").list.eval(pl.element().str.len_chars()).list.sum() == pl.col("_raw").str.len_chars()
+    n = pl.col("_f").list.len()
+    df = df.with_columns(
+        pl.when(~whole).then(pl.lit("has a quote that is not a whole quoted field (RFC 4180)"))
+        .when(n != ncols).then(pl.format("has {} field(s); the header has " + str(ncols), n))
+        .otherwise(None).alias("_malformed"))
+    cols = []
+    for i, name in enumerate(names):
+        v = pl.col("_f").list.get(i, null_on_oob=True)
+        v = v.str.strip_prefix(",").str.strip_chars(" \t") if i else v.str.strip_chars(" \t")
+        quoted = v.str.starts_with('"') & v.str.ends_with('"') & (v.str.len_chars() >= 2)
+        v = pl.when(quoted).then(v.str.slice(1, v.str.len_chars() - 2).str.replace_all('""', '"', literal=True)) \
+            .otherwise(v)
+        cols.append(pl.when(v == "").then(None).otherwise(v).alias(name))
+    df = df.with_columns(cols).drop(["_raw", "_f"])
+    return df.with_columns([pl.col(n).cast(pl.Float64, strict=False) for n in names
+                            if opts.mapping.get(n, n) in NUMERIC])
 
 
 def _extras_numeric(df: Any) -> Any:
@@ -111,7 +173,7 @@ def _extras_numeric(df: Any) -> Any:
     for name, dtype in df.schema.items():
         if name in FIELDS or name in ("line", "_malformed") or dtype != pl.String:
             continue
-        as_num = df[name].cast(pl.Float64, strict=False)
+        as_num = df[name].str.strip_chars().cast(pl.Float64, strict=False)  # " 2.99" after a comma and a space
         if as_num.null_count() == df[name].null_count():
             casts.append(as_num.alias(name))
     return df.with_columns(casts) if casts else df
@@ -141,6 +203,7 @@ def read_jsonl(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         lines = lines.head(lines.len() - 1)
     df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
     df = df.filter(pl.col("raw").str.strip_chars() != "")
+    df = _nonfinite_as_text(df)
     keys: list[str] = []
     decoder = msgspec.json.Decoder()
     for raw in df["raw"].head(2000).to_list():
@@ -158,12 +221,60 @@ def read_jsonl(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         cols.append(pl.col("raw").str.json_path_match(path).alias(k))
     df = df.with_columns(cols)
     df = _exact_numbers(df, keys)
-    not_object = pl.all_horizontal([pl.col(k).is_null() for k in keys]) & ~pl.col("raw").str.strip_chars().str.starts_with("{")
-    df = df.with_columns(pl.when(not_object).then(pl.lit("not a JSON object")).otherwise(None).alias("_malformed"))
+    # a line with none of the keys: not JSON at all (a line cut short), or JSON but not an object
+    empty = df.filter(pl.all_horizontal([pl.col(k).is_null() for k in keys])).select(
+        "line", pl.when(pl.col("raw").str.json_path_match("$").is_null()).then(pl.lit("not valid JSON"))
+        .when(~pl.col("raw").str.strip_chars().str.starts_with("{")).then(pl.lit("not a JSON object"))
+        .otherwise(None).alias("_malformed"))
+    df = df.join(empty, on="line", how="left") if empty.height else df.with_columns(
+        pl.lit(None, dtype=pl.String).alias("_malformed"))
     df = df.drop("raw")
     df = rename(df, opts)
     df = time_to_seconds(df, out)
     return finish(_extras_numeric(df), opts, out)
+
+
+NONFINITE_RX = r"[:\[,]\s*-?(?:NaN|Infinity)\s*[,\]}]"  # a bare NaN or Infinity value (Python's json.dumps)
+NONFINITE_VALUE_RX = r'("\s*:\s*)(-?(?:NaN|Infinity))(\s*[,}\]])'  # one as the value of a key
+
+
+def _nonfinite_as_text(df: Any) -> Any:
+    """Lines with a bare ``NaN``/``Infinity`` value (not JSON, but what Python's ``json.dumps``
+    writes for a diverged loss) rewritten with those values as the strings "NaN"/"Infinity",
+    which read back as the floats: the value of a key by a vectorised replacement, anything
+    else (inside a list) by Python's own parser, line by line."""
+    import json
+
+    import polars as pl
+
+    has = pl.col("raw").str.contains(NONFINITE_RX)
+    if not df.select(has.any()).item():
+        return df
+    df = df.with_columns(pl.when(has).then(pl.col("raw").str.replace_all(NONFINITE_VALUE_RX, '${1}"${2}"${3}'))
+                         .otherwise(pl.col("raw")))
+    left = df.filter(has)
+    if not left.height:
+        return df
+
+    def text(v: Any) -> Any:
+        if isinstance(v, float) and v != v:
+            return "NaN"
+        if isinstance(v, float) and v in (float("inf"), float("-inf")):
+            return "Infinity" if v > 0 else "-Infinity"
+        if isinstance(v, dict):
+            return {k: text(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [text(x) for x in v]
+        return v
+
+    def rewrite(raw: str) -> str:
+        try:
+            return json.dumps(text(json.loads(raw)))
+        except ValueError:  # not JSON even so: left as it is, skipped as malformed by number
+            return raw
+
+    fixed = left.with_columns(pl.col("raw").map_elements(rewrite, return_dtype=pl.String))
+    return df.update(fixed.select("line", "raw"), on="line")
 
 
 def _read_clean_jsonl(data: bytes) -> Any:
@@ -234,7 +345,7 @@ def read_parquet(path: Any, opts: ReadOptions, label: str) -> LogRead:
     try:
         df = pl.read_parquet(src)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError("log", label, f"is not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        raise Unparseable("log", label, f"is not a readable Parquet file ({str(exc).splitlines()[0]})") from None
     df = df.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
     df = rename(df, opts)
     df = time_to_seconds(df, out)

@@ -72,6 +72,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
                              "give --tokens-per-step (global batch × sequence length)")
         per_step = float(est.median())
         df = df.with_columns(pl.lit(per_step).alias("tokens"))
+        out.tokens_derived = True
         out.warnings.append(("tokens-estimated",
                              f"tokens per step estimated as {per_step:,.0f} from tps · gpus · seconds / steps "
                              "(median over lines); give --tokens-per-step (global batch × sequence length) "
