@@ -197,3 +197,19 @@ def test_store_names_runs_of_the_same_file_name_apart(tmp_path):
         assert names == [("log.csv", None), ("runB/log.csv", "stored as run 'runB/log.csv' (another log.csv is "
                                              "stored already)")] * 2
         assert sorted((r["name"], r["records"]) for r in st.runs()) == [("log.csv", 6), ("runB/log.csv", 3)]
+
+
+def test_report_of_a_second_log_csv_keeps_the_first_run(tmp_path, run_cli):
+    """Through the CLI: runA/log.csv then runB/log.csv are two runs in `ledger runs`, and the second
+    report says the name it was stored under."""
+    store = str(tmp_path / "s.sqlite3")
+    (tmp_path / "runA").mkdir()
+    (tmp_path / "runB").mkdir()
+    a = write_csv(tmp_path / "runA" / "log.csv", HAND)
+    b = write_csv(tmp_path / "runB" / "log.csv", HAND[:3])
+    first = run_cli("ledger", "report", a, "--price", "3.60/h", "--store", store).stdout
+    assert "stored as run" not in first
+    second = run_cli("ledger", "report", b, "--price", "3.60/h", "--store", store).stdout
+    assert "note: stored as run 'runB/log.csv' (another log.csv is stored already)\n" in second
+    runs = run_cli("ledger", "runs", "--store", store).stdout.splitlines()
+    assert sorted(line.split()[0] for line in runs[1:]) == ["log.csv", "runB/log.csv"]

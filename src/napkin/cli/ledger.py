@@ -84,7 +84,9 @@ def _report_callback(**params: Any) -> None:
                 fail(f"run {run!r} is not in the store {store.path}; give its logs")
         report = build_report(req, reads, combine(reads))
         if store is not None:
-            name = run or os.path.basename(req.logs[0].rstrip("/"))
+            name, stored_as = (run, None) if run else store.name_for(req.logs[0])
+            if stored_as:  # another run's log has this file name: this one is stored under its folders
+                report.note(stored_as)
             if fresh:
                 store.set_sources(name, fresh, keep_records=bool(run), replace=not run)
             store.save_summary(name, fmt=report["format"], summary=_summary(report),
