@@ -213,3 +213,15 @@ def test_report_of_a_second_log_csv_keeps_the_first_run(tmp_path, run_cli):
     assert "note: stored as run 'runB/log.csv' (another log.csv is stored already)\n" in second
     runs = run_cli("ledger", "runs", "--store", store).stdout.splitlines()
     assert sorted(line.split()[0] for line in runs[1:]) == ["log.csv", "runB/log.csv"]
+
+
+@pytest.mark.parametrize("bad,line", [("100000000000000", 5), ("1e300", 5)])
+def test_a_corrupt_clock_is_one_line_not_a_day_table_of_millions_of_years(tmp_path, run_cli, bad, line):
+    """One t_wall of 1e14 made the per-day table allocate 8.6 GiB (a web upload could take the server
+    down); a clock that spans more than 10 years is refused at the record that jumps."""
+    log = tmp_path / "clock.csv"
+    log.write_text("step,t_wall,gpus_allocated,tokens\n0,1714521600,8,1000\n1,1714521610,8,1000\n"
+                   f"2,1714521620,8,1000\n3,{bad},8,1000\n")
+    r = run_cli("ledger", "report", str(log), "--price", "2/h", "--no-store", code=1)
+    assert r.stderr.startswith("error: t_wall does not look like one run's clock: it jumps by ")
+    assert r.stderr.endswith(f"got {log}:line {line} (fix or drop that record's clock)\n")

@@ -26,9 +26,11 @@ from typing import Any
 
 from napkin.errors import InputError
 from napkin.ledger.records import NotEnoughRecords
-from napkin.units import DAY, HOUR, MILLION
+from napkin.units import DAY, HOUR, MILLION, YEAR
+from napkin.units import format as _fmt
 
 MAX_EVENTS = 20
+MAX_SPAN_S = 10 * YEAR  # a log whose clock spans more is not one run: a corrupt t_wall
 
 
 # ------------------------------------------------------------------------------ formulas
@@ -121,6 +123,13 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     k = np.asarray(rec.tokens, dtype=float)
     dt = np.diff(t)
     ds = np.diff(s)
+    span = float(t.max() - t.min())
+    if span > MAX_SPAN_S:  # before anything is sized by the span (days, gaps)
+        i = int(np.argmax(np.abs(dt)))
+        raise InputError("t_wall", rec.where(i + 1), f"does not look like one run's clock: it jumps by "
+                         f"{_fmt(float(dt[i]), 'seconds')} from the record "
+                         f"before ({float(t[i]):.10g} to {float(t[i + 1]):.10g}); the log spans "
+                         f"{span / YEAR:.3g} years", "fix or drop that record's clock")
     forward = ds > 0
     if not forward.any():
         raise NotEnoughRecords("step", rec.where(0), f"does not advance (step {int(s[0])} to {int(s[-1])} over "

@@ -50,7 +50,10 @@ class Records:
 
 def _fmt_t(t: float, absolute: bool) -> str:
     if absolute:
-        return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+        try:
+            return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+        except (ValueError, OverflowError, OSError):  # beyond the calendar: a corrupt clock, shown as it is
+            return f"{t:.10g} s since 1970"
     return f"{t:g} s"
 
 
