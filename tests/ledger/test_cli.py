@@ -207,10 +207,10 @@ def test_report_of_a_second_log_csv_keeps_the_first_run(tmp_path, run_cli):
     (tmp_path / "runB").mkdir()
     a = write_csv(tmp_path / "runA" / "log.csv", HAND)
     b = write_csv(tmp_path / "runB" / "log.csv", HAND[:3])
-    first = run_cli("ledger", "report", a, "--price", "3.60/h", "--store", store).stdout
-    assert "stored as run" not in first
-    second = run_cli("ledger", "report", b, "--price", "3.60/h", "--store", store).stdout
-    assert "note: stored as run 'runB/log.csv' (another log.csv is stored already)\n" in second
+    first = run_cli("ledger", "report", a, "--price", "3.60/h", "--store", store)
+    assert "stored as run" not in first.stdout + first.stderr
+    second = run_cli("ledger", "report", b, "--price", "3.60/h", "--store", store)
+    assert second.stderr == "note: stored as run 'runB/log.csv' (another log.csv is stored already)\n"
     runs = run_cli("ledger", "runs", "--store", store).stdout.splitlines()
     assert sorted(line.split()[0] for line in runs[1:]) == ["log.csv", "runB/log.csv"]
 

@@ -74,6 +74,7 @@ def _report_callback(**params: Any) -> None:
     fresh = read_all(req) if (req.logs or req.content) or not run else []
     reads = list(fresh)
     store = None if no_store else Store(store_path)
+    stored_as = None
     try:
         if run:
             if store is None:
@@ -85,8 +86,6 @@ def _report_callback(**params: Any) -> None:
         report = build_report(req, reads, combine(reads))
         if store is not None:
             name, stored_as = (run, None) if run else store.name_for(req.logs[0])
-            if stored_as:  # another run's log has this file name: this one is stored under its folders
-                report.note(stored_as)
             if fresh:
                 store.set_sources(name, fresh, keep_records=bool(run), replace=not run)
             store.save_summary(name, fmt=report["format"], summary=_summary(report),
@@ -95,6 +94,8 @@ def _report_callback(**params: Any) -> None:
         if store is not None:
             store.close()
     emit(report, as_json=as_json, explain=explain)
+    if store is not None and stored_as:  # another run's log has this file name: stored under its folders
+        click.echo(f"note: {stored_as}", err=True)  # where it was kept, not a figure of the run: not in --json
     if chart:
         _write_chart(report, chart)
 
