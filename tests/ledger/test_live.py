@@ -78,13 +78,10 @@ def test_prometheus_exporter_serves_the_figures(tmp_path):
     assert 'napkin_drift_alert{run="run-a"} 1.0' in body
 
 
-def test_hf_trainer_callback_on_a_real_trainer(tmp_path):
-    """A tiny GPT-2 on CPU for 6 steps: figures land in the Trainer's log history; the JSONL step log it
-    writes reports the same $/M as the callback's last figure."""
+def _tiny_gpt2_trainer(tmp_path, **args):
+    """A one-layer GPT-2 on random tokens: 6 steps of 4 sequences of 16 on the CPU, logging every 2."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    from napkin.ledger.callbacks import NapkinTrainerCallback, attach
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32))
@@ -97,9 +94,18 @@ def test_hf_trainer_callback_on_a_real_trainer(tmp_path):
             x = torch.randint(0, 64, (16,))
             return {"input_ids": x, "labels": x}
 
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, report_to=[], max_steps=6,
-                             per_device_train_batch_size=4, logging_steps=2, save_strategy="no", disable_tqdm=True)
-    trainer = Trainer(model=model, args=args, train_dataset=Data())
+    targs = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, report_to=[], max_steps=6,
+                              per_device_train_batch_size=4, logging_steps=2, save_strategy="no", disable_tqdm=True,
+                              **args)
+    return Trainer(model=model, args=targs, train_dataset=Data())
+
+
+def test_hf_trainer_callback_on_a_real_trainer(tmp_path):
+    """A tiny GPT-2 on CPU for 6 steps: figures land in the Trainer's log history; the JSONL step log it
+    writes reports the same $/M as the callback's last figure."""
+    from napkin.ledger.callbacks import NapkinTrainerCallback, attach
+
+    trainer = _tiny_gpt2_trainer(tmp_path)
     cb = NapkinTrainerCallback(price="2.50/h", tokens_per_step=64, every=3, params="0.1M", peak="1T",
                                plan_usd_per_million="1000", jsonl=str(tmp_path / "steps.jsonl"))
     attach(trainer, cb)
@@ -165,26 +171,9 @@ def test_hf_callback_when_the_trainer_counts_tokens(tmp_path):
     """include_num_input_tokens_seen=True: transformers 5 adds train_runtime to every log entry, which is not the
     end-of-training summary. The figures still land in every entry, and the trainer_state.json it saves is read
     with no --tokens-per-step and no --start (the callback's wall clock is in it)."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
     from napkin.ledger.callbacks import NapkinTrainerCallback, attach
 
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32))
-
-    class Data(torch.utils.data.Dataset):
-        def __len__(self):
-            return 64
-
-        def __getitem__(self, i):
-            x = torch.randint(0, 64, (16,))
-            return {"input_ids": x, "labels": x}
-
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, report_to=[], max_steps=6,
-                             per_device_train_batch_size=4, logging_steps=2, save_strategy="no", disable_tqdm=True,
-                             include_num_input_tokens_seen=True)
-    trainer = Trainer(model=model, args=args, train_dataset=Data())
+    trainer = _tiny_gpt2_trainer(tmp_path, include_num_input_tokens_seen=True)
     cb = NapkinTrainerCallback(price="2.50/h", every=3, jsonl=str(tmp_path / "steps.jsonl"))
     attach(trainer, cb)
     trainer.train()
