@@ -6,6 +6,9 @@
   so the plain-text table is printed, exactly).
 * A skipped test fails the run: every part the suite needs must be installed
   (set NAPKIN_ALLOW_SKIP=1 to look at a partial environment by hand).
+* Hypothesis draws the same examples on every run (derandomized), so CI passes or fails on
+  the code, not on the draw; NAPKIN_HYPOTHESIS=explore draws new ones each run (do that
+  when changing a property, and keep any failure it finds as an explicit test).
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("NAPKIN_HYPOTHESIS", "ci"))
 
 GOLDEN = Path(__file__).parent / "golden" / "worked-examples.json"
 

@@ -197,3 +197,10 @@ def test_glued_capital_word_is_ambiguous(text, message):
     with pytest.raises(InputError) as exc:
         units.parse(text, "count", "tokens")
     assert str(exc.value) == message
+
+
+def test_a_tiny_flop_rate_is_short():
+    """Found by hypothesis on CI: 5.68e-6 FLOP/s printed as '0.000005682 FLOP/s' (18 characters)."""
+    assert units.format(5.682230977507042e-06, "flops_per_s") == "5.682e-6 FLOP/s"
+    assert units.parse("5.682e-6 FLOP/s", "flops_per_s") == 5.682e-6
+    assert units.format(0.0015, "flops_per_s") == "0.0015 FLOP/s"

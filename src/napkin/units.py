@@ -390,13 +390,13 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
             return f"{sci} B/s"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}B/s"
-    if kind == "flops":
-        if not _readable(ax, 1e18):
+    if kind == "flops":  # FLOP units are long: below a thousandth, e-notation keeps a figure short
+        if not _readable(ax, 1e18, 1e-3):
             return f"{sci} FLOP"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}FLOP"
     if kind == "flops_per_s":
-        if not _readable(ax, 1e21):
+        if not _readable(ax, 1e21, 1e-3):
             return f"{sci} FLOP/s"
         n, p = _with_prefix(ax, _DEC, digits)
         return f"{neg}{n} {p}FLOP/s"
