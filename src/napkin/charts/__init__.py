@@ -7,15 +7,28 @@ from pathlib import Path
 from napkin.errors import InputError
 
 
-def write_chart(spec: dict, path: str) -> str:
-    """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
+def chart_bytes(spec: dict, path: str, field: str = "chart", *, scale: float = 1.0) -> bytes | str:
+    """SVG text or PNG bytes of a Vega-Lite spec, by ``path``'s extension (.svg or .png).
+
+    Needs the charts extra (vl-convert-python); without it, one line naming the extra.
+    """
     suffix = Path(path).suffix.lower()
     if suffix not in (".svg", ".png"):
-        raise InputError("chart", path, "must end in .svg or .png")
-    import vl_convert as vlc
-
+        raise InputError(field, path, "must end in .svg or .png")
+    try:
+        import vl_convert as vlc
+    except ImportError:
+        raise InputError(field, path, "needs vl-convert-python to draw", "pip install 'llm-napkin[charts]'") from None
     if suffix == ".svg":
-        Path(path).write_text(vlc.vegalite_to_svg(spec))
+        return vlc.vegalite_to_svg(spec)
+    return vlc.vegalite_to_png(spec, scale=scale) if scale != 1.0 else vlc.vegalite_to_png(spec)
+
+
+def write_chart(spec: dict, path: str, field: str = "chart", *, scale: float = 1.0) -> str:
+    """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
+    data = chart_bytes(spec, path, field, scale=scale)
+    if isinstance(data, str):
+        Path(path).write_text(data)
     else:
-        Path(path).write_bytes(vlc.vegalite_to_png(spec))
+        Path(path).write_bytes(data)
     return path

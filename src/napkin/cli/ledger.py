@@ -30,17 +30,9 @@ def _write_chart(report: Any, path: str) -> None:
     specs = ledger_charts(report)
     if not specs:
         fail("--chart: the report has no day with forward progress to draw")
-    import vl_convert as vlc
+    from napkin.charts import write_chart
 
-    spec = next(iter(specs.values()))
-    if path.endswith(".png"):
-        with open(path, "wb") as fh:
-            fh.write(vlc.vegalite_to_png(spec, scale=2))
-    elif path.endswith(".svg"):
-        with open(path, "w") as fh:
-            fh.write(vlc.vegalite_to_svg(spec))
-    else:
-        fail(f"--chart must end in .svg or .png; got {path}")
+    write_chart(next(iter(specs.values())), path, scale=2)
 
 
 def _summary(report: Any) -> dict[str, Any]:

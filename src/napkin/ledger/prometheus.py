@@ -68,7 +68,11 @@ class Exporter:
     """A /metrics endpoint serving the latest report's figures."""
 
     def __init__(self, address: str, run: str):
-        from prometheus_client import CollectorRegistry, start_http_server
+        try:
+            from prometheus_client import CollectorRegistry, start_http_server
+        except ImportError:
+            raise InputError("prometheus", address, "needs prometheus-client",
+                             "pip install 'llm-napkin[prometheus]'") from None
 
         host, port = parse_address(address)
         self.run = run
