@@ -63,3 +63,24 @@ def test_compare_drops_the_plans_per_part_values_for_parts_no_longer_compared(ru
     assert sorted(r["gpu"] for r in out["ranking"]) == ["h100-sxm", "mi300x"]
     kept = _json(run_cli, "compare", "--config", plan, "--gpu", "h100,b200")  # an alias names the same part
     assert {r["gpu"]: r["mfu"] for r in kept["ranking"]}["b200"] == 0.35
+
+
+@pytest.mark.parametrize("command,plan_args,line_args,key,expected", [
+    # a failure rate given one way on the line replaces the plan's other way (found in review round 2)
+    ("goodput", ("--gpus", "16384", "--interruptions", "419", "--period", "54d", "--checkpoint-time", "60s",
+                 "--restart-time", "10min"), ("--mtbf-per-gpu", "50000h"), "mtbf_per_gpu_s", 50000 * 3600.0),
+    ("amortise", ("--training-usd", "400k", "--per-day", "10B", "--years", "2"), ("--served", "1T"),
+     "served_tokens", [1e12]),
+    ("amortise", ("--params", "7B", "--tokens", "2T", "--price", "2.5", "--served", "1T"), ("--training-usd", "400k"),
+     "training_usd", 400e3),
+    ("optimal", ("--gpus", "1024", "--days", "30"), ("--flops", "1e25"), "train_flops", 1e25),
+    # 1024 H100s (989.5 TFLOP/s dense bf16) × 30 days × MFU 0.40: 1.0505e24 FLOP
+    ("optimal", ("--flops", "1e25"), ("--gpus", "1024", "--days", "30"), "train_flops",
+     1024 * 30 * 86400 * 989.5e12 * 0.40),
+])
+def test_a_flag_replaces_the_plans_alternative_in_every_command(run_cli, tmp_path, command, plan_args, line_args,
+                                                                key, expected):
+    plan = tmp_path / "plan.toml"
+    run_cli(command, *plan_args, "--save", plan)
+    out = _json(run_cli, command, "--config", plan, *line_args)
+    assert out[key] == pytest.approx(expected, rel=1e-9)

@@ -151,8 +151,18 @@ OPTION_TWIN = "__option"  # click name of the --option twin of a positional fiel
 
 # Inputs that stand for one another: a flag on the line replaces the plan file's alternative
 # (a plan with --gpus run again with --deadline asks for the GPUs, not for both).
-ALTERNATIVES = {"model": ("params",), "params": ("model",), "gpus": ("deadline",), "deadline": ("gpus",),
-                "tokens": ("epochs",), "epochs": ("tokens",)}
+_RATES = ("mtbf_per_gpu", "cluster_mtbf", "interruptions", "period")  # one interruption rate, three spellings
+_TRAIN_PLAN = ("gpu", "precision", "mfu", "goodput", "price", "fixed_usd", "overhead")  # amortise: plans a cost
+ALTERNATIVES = {
+    "model": ("params",), "params": ("model",), "gpus": ("deadline", "flops"), "deadline": ("gpus",),
+    "tokens": ("epochs",), "epochs": ("tokens",),
+    "mtbf_per_gpu": ("cluster_mtbf", "interruptions", "period", "observed_gpus"),
+    "cluster_mtbf": ("mtbf_per_gpu", "interruptions", "period"),
+    "interruptions": ("mtbf_per_gpu", "cluster_mtbf"), "period": ("mtbf_per_gpu", "cluster_mtbf"),
+    "served": ("years", "per_day"), "years": ("served",),
+    "training_usd": _TRAIN_PLAN, **{k: ("training_usd",) for k in _TRAIN_PLAN},
+    "flops": ("gpus", "days"), "days": ("flops",),
+}
 # Defaults a plan froze that were derived from another input: re-derived when that input changes
 # (a plan's reference price for an H100 is not the price of the B200 given on the line).
 DERIVED_DEFAULTS = {"price": ("gpu", "precision")}
