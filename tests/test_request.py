@@ -128,3 +128,20 @@ def test_pairs_refuse_a_decimal_comma(raw, message):
     with pytest.raises(InputError) as exc:
         parse_request(Fractions, raw)
     assert str(exc.value) == message
+
+
+def test_an_input_with_a_default_is_given_only_when_it_differs(run_cli):
+    """Found in review: `--usable 0.7` was listed under "assumed:"; the default is still an assumption."""
+    import json
+
+    def basis(*args, name):
+        out = json.loads(run_cli(*args, "--json").stdout)
+        return {a["name"]: a["basis"] for a in out["assumptions"]}[name]
+
+    memory = ("memory", "--params", "7B", "--training", "--gpu", "h100")
+    assert basis(*memory, name="usable") == "assumed"
+    assert basis(*memory, "--usable", "0.7", name="usable") == "given"
+    serve = ("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8")
+    assert basis(*serve, name="allreduce_latency") == "assumed"
+    assert basis(*serve, "--allreduce-latency", "5us", name="allreduce_latency") == "given"
+    assert basis("journey", "--system-tokens", "500", name="system_tokens") == "given"

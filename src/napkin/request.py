@@ -318,6 +318,18 @@ def to_raw(req: Any) -> dict[str, Any]:
     return out
 
 
+def basis_of(req: Any, name: str) -> str:
+    """"given" when a request's field differs from its default (or has none), else "assumed".
+
+    For an input with a default (``--usable 0.9``) the report must say whether the user
+    chose it; a value equal to the default reads as the default, which it is.
+    """
+    info = next(f for f in _fields(type(req)) if f.name == name)
+    if info.default is msgspec.NODEFAULT:
+        return "given"
+    return "assumed" if getattr(req, name) == info.default else "given"
+
+
 def describe(cls: type) -> list[dict]:
     """Every field with its kind, doc, bounds and default, for ``GET /api`` and the page."""
     return [f.to_dict() for f in fields(cls) if not f.meta.get("hidden")]

@@ -15,7 +15,7 @@ from napkin.formulas import comm, flops, memory as mem, roofline as roof
 from napkin.formulas.serving import SCALE_OUT_BYTES_PER_S_PER_GPU
 from napkin.hardware import Accelerator, bytes_per_value
 from napkin.model import ModelSpec
-from napkin.request import field
+from napkin.request import basis_of, field
 from napkin.units import GIBI, KIBI, KILO, MEBI, MEGA
 from napkin.units import format as fmt
 
@@ -335,7 +335,7 @@ def _gpu_count(ratio: float, cap: float) -> int:
 def training_fit(r: Report, req: MemoryRequest, static: float, cap: float, m: ModelSpec | None) -> None:
     """Does the static training state, fully sharded over --gpus, fit in their usable memory?"""
     r.assume("usable", req.usable, "fraction of memory left for state after buffers and fragmentation",
-             unit="fraction")
+             unit="fraction", basis=basis_of(req, "usable"))
     n_min = _gpu_count(mem.min_gpus_for_state(static, memory_bytes=cap, usable=req.usable), cap)
     r.step("min_gpus_for_state", "ceil(static_bytes / (memory · usable)), fully sharded", value=n_min, unit="count",
            static_bytes=(static, "bytes"), memory=(cap, "bytes"), usable=req.usable)

@@ -27,7 +27,7 @@ from napkin.errors import InputError
 from napkin.formulas import cost, flops, journey as jf, memory as mem, roofline as roof, serving
 from napkin.hardware import COMPUTE_FALLBACK, Accelerator, bytes_per_value
 from napkin.model import ModelSpec
-from napkin.request import field
+from napkin.request import basis_of, field
 from napkin.tokenize import CHOICES as ENCODING_CHOICES
 from napkin.units import HOUR, MINUTE
 
@@ -187,7 +187,7 @@ def run_journey(req: JourneyRequest) -> Report:
            characters=tc.characters, tokens=q_tok)
     r.step("words_per_token", "words / tokens", value=tc.words_per_token, unit="number", words=tc.words, tokens=q_tok)
     r.assume("system_tokens", req.system_tokens, "system prompt, instructions and retrieved context around the "
-             "question (the seed's app wraps 988)", unit="count", basis="assumed")
+             "question (the seed's app wraps 988)", unit="count", basis=basis_of(req, "system_tokens"))
     r.set("system_tokens", req.system_tokens, "count")
     prompt_tokens = r.step("prompt_tokens", "question_tokens + system_tokens", value=q_tok + req.system_tokens,
                            unit="count", question_tokens=q_tok, system_tokens=req.system_tokens)
@@ -266,11 +266,11 @@ def run_journey(req: JourneyRequest) -> Report:
     free = r.step("free_bytes", "capacity − weights  (for the KV cache and activations)",
                   value=capacity - weights, unit="bytes")
     r.assume("disk_bandwidth", req.disk_bandwidth, "a very good disk array (the seed's 10 GB/s); a network "
-             "load takes minutes", unit="bytes_per_s", basis="assumed")
+             "load takes minutes", unit="bytes_per_s", basis=basis_of(req, "disk_bandwidth"))
     r.step("load_s", "weights_bytes / disk_bandwidth", value=weights / req.disk_bandwidth, unit="seconds",
            disk_bandwidth=(req.disk_bandwidth, "bytes_per_s"))
     r.assume("usd_per_gpu_hour", req.usd_per_gpu_hour, "rent of one GPU-hour (the seed's 8 × H100 node: ~$24/h)",
-             unit="usd_per_hour", basis="assumed")
+             unit="usd_per_hour", basis=basis_of(req, "usd_per_gpu_hour"))
     node_usd_h = r.step("node_usd_per_hour", "gpus · usd_per_gpu_hour  (paid whether it answers or idles)",
                         value=n_gpus * req.usd_per_gpu_hour, unit="usd_per_hour", gpus=n_gpus,
                         usd_per_gpu_hour=(req.usd_per_gpu_hour, "usd_per_hour"))
@@ -333,7 +333,7 @@ def run_journey(req: JourneyRequest) -> Report:
                                      f"{share:.0%} to 2·N·T prefill FLOPs, which the meter leaves out "
                                      f"(add --attention to count it)")
     r.assume("mfu", req.mfu, "model FLOPs utilisation of prefill; Meta's 405B training held 38-43%",
-             unit="fraction", basis="assumed")
+             unit="fraction", basis=basis_of(req, "mfu"))
     r.set("mfu", req.mfu, "fraction")
     eff = r.step("effective_flops_per_s", "gpus · dense peak · MFU", value=node_peak * req.mfu, unit="flops_per_s",
                  gpus=n_gpus, peak=(peak, "flops_per_s"), MFU=(req.mfu, "fraction"))

@@ -28,7 +28,7 @@ from napkin.formulas import memory as mem
 from napkin.formulas import serving as sv
 from napkin.hardware import COMPUTE_FALLBACK, Accelerator, bytes_per_value
 from napkin.model import ModelSpec
-from napkin.request import field
+from napkin.request import basis_of, field
 from napkin.units import HOUR, MILLION
 from napkin.units import format as _fmt
 
@@ -379,7 +379,8 @@ def run_serve(req: ServeRequest) -> Report:
     # ---------------------------------------------------------------- fit
     cap_gpu = g.memory_bytes * req.usable
     r.assume("usable", req.usable, "fraction of GPU memory for weights and KV (vLLM's gpu_memory_utilization "
-                                   "default); the rest is activations, CUDA context, fragmentation", unit="fraction")
+                                   "default); the rest is activations, CUDA context, fragmentation", unit="fraction",
+             basis=basis_of(req, "usable"))
     need_gpu = w_gpu + kv_gpu + draft_w_gpu + draft_kv_gpu
     r.step("usable_bytes_per_gpu", "memory · usable", value=cap_gpu, unit="bytes", memory=(g.memory_bytes, "bytes"),
            usable=req.usable)
@@ -486,7 +487,8 @@ def run_serve(req: ServeRequest) -> Report:
                link=(s.link, "bytes_per_s"), latency=(req.allreduce_latency, "seconds"),
                note=f"{2 * m.n_layers / s.pp:g} all-reduces of {_fmt(b_micro * m.d_model * sv.ACTIVATION_BYTES, 'bytes')}")
         r.assume("allreduce_latency", req.allreduce_latency, "fixed cost per all-reduce (NCCL small-message order); "
-                                                             "measure with nccl-tests", unit="seconds")
+                                                             "measure with nccl-tests", unit="seconds",
+                 basis=basis_of(req, "allreduce_latency"))
     step_s = r.step("decode_step_s", "pp · (max(decode_memory_s, decode_compute_s) + decode_comm_s)",
                     value=s.pp * (max(mem_s, comp_s) + comm_s), unit="seconds", pp=s.pp)
     bound = bound_of(mem_s, comp_s, comm_s)
