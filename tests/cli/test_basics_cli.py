@@ -315,3 +315,12 @@ def test_demo_answers_the_headline_with_its_working(run_cli):
     assert "  marginal_usd            $163,756\n" in out
     assert "  loaded_usd              $387,513\n" in out
     assert "derivation:\n  flops_per_token = 6 · N" in out
+
+
+def test_demo_tour_prints_the_journey_rung_by_rung(run_cli):
+    """`make demo` ended in a flat dump of the journey's results (`rungs [7 items]`): the tour prints it as
+    `napkin journey` does."""
+    out = run_cli("demo").stdout
+    tour = out[out.index("One 11-word question through Llama 3.1 405B"):]
+    assert "\n1. The tokenizer" in tour and "\n2. The weights" in tour
+    assert "[7 items]" not in out

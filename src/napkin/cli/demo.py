@@ -47,4 +47,9 @@ def demo(tour: bool) -> None:
         except NapkinError:
             continue  # a calculator not in this build
         click.echo(f"\n{question}\n")
-        click.echo(rep.text())
+        if name == "journey":  # rung by rung, as `napkin journey` prints it
+            from napkin import render_doc
+
+            click.echo(render_doc.journey_text(render_doc.data(rep)))
+        else:
+            click.echo(rep.text())
