@@ -79,3 +79,16 @@ def test_readme_outputs_are_real(tmp_path):
         if got != expected:
             wrong.append(f"$ {cmd}\n--- README\n{expected}\n--- now\n{got}")
     assert not wrong, f"{len(wrong)} README outputs are stale:\n\n" + "\n\n".join(wrong)
+
+
+def test_readme_python_examples_run_as_shown():
+    """Every `>>>` example in the README prints what the README shows (doctest, ... allowed)."""
+    import doctest
+
+    text = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python")[1:]]
+    assert blocks, "the README has a Python example"
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for i, block in enumerate(blocks):
+        runner.run(parser.get_doctest(block, {}, f"README python block {i + 1}", "README.md", 0))
+    assert runner.summarize(verbose=False).failed == 0

@@ -45,11 +45,19 @@ __all__ = [
 from napkin.errors import InputError, NapkinError, UnknownName
 
 
-def __getattr__(name: str) -> Any:  # Report loads on first use: `napkin --version` stays fast
+SUBMODULES = ("units", "errors", "derivation", "request", "catalog", "hardware", "model", "formulas",
+              "calculators", "calibration", "charts", "plan", "ledger", "measure", "web", "tokenize")
+
+
+def __getattr__(name: str) -> Any:  # loaded on first use: `napkin --version` stays fast
     if name == "Report":
         from napkin.derivation import Report
 
         return Report
+    if name in SUBMODULES:  # `import napkin; napkin.units.parse(...)` as the README writes it
+        import importlib
+
+        return importlib.import_module(f"napkin.{name}")
     raise AttributeError(f"module 'napkin' has no attribute {name!r}")
 
 

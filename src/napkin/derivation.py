@@ -130,6 +130,15 @@ class Report:
     def __getitem__(self, key: str) -> Any:
         return self.results[key]
 
+    def __contains__(self, key: object) -> bool:  # `"wall_s" in report`
+        return key in self.results
+
+    def __iter__(self) -> Any:  # the result keys, as a mapping iterates
+        return iter(self.results)
+
+    def keys(self) -> Any:
+        return self.results.keys()
+
     def get(self, key: str, default: Any = None) -> Any:
         return self.results.get(key, default)
 
