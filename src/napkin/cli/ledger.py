@@ -37,7 +37,8 @@ def _write_chart(report: Any, path: str) -> None:
 
 def _summary(report: Any) -> dict[str, Any]:
     keys = ("usd_per_million_advanced_tokens", "realised_usd", "gpu_hours_allocated", "advanced_tokens",
-            "goodput", "mfu_realised", "planned_usd_per_million_tokens", "drift_ratio", "last_step", "wall_s")
+            "goodput", "mfu_realised", "planned_usd_per_million_tokens", "drift_ratio", "last_step", "wall_s",
+            "records")
     out = {k: report.get(k) for k in keys if report.get(k) is not None}
     out["drift_alerts"] = len(report.get("drift_alerts") or [])
     out["restarts"] = (report.get("restarts") or {}).get("count", 0)
@@ -189,7 +190,8 @@ def runs(store: str | None, forget: str | None, as_json: bool) -> None:
         s = r["summary"]
         ratio = s.get("drift_ratio")
         absolute = r["first_t"] is not None and r["first_t"] >= 1e8
-        table.append([r["name"], r["format"] or "-", str(r["sources"]), f"{r['records']:,}",
+        records = r["summary"].get("records", r["records"])  # as the report counted them: duplicates once
+        table.append([r["name"], r["format"] or "-", str(r["sources"]), f"{records:,}",
                       day(r["first_t"]) if absolute else "-", day(r["last_t"]) if absolute else "-",
                       units.fmt_auto(s["usd_per_million_advanced_tokens"], "usd_per_million")
                       if "usd_per_million_advanced_tokens" in s else "-",
