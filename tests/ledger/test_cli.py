@@ -225,3 +225,13 @@ def test_a_corrupt_clock_is_one_line_not_a_day_table_of_millions_of_years(tmp_pa
     r = run_cli("ledger", "report", str(log), "--price", "2/h", "--no-store", code=1)
     assert r.stderr.startswith("error: t_wall does not look like one run's clock: it jumps by ")
     assert r.stderr.endswith(f"got {log}:line {line} (fix or drop that record's clock)\n")
+
+
+def test_runs_counts_records_as_the_report_does(tmp_path, run_cli):
+    """A log with a duplicated line: the report counts it once, and so does `ledger runs` (665 vs 664 before)."""
+    store = str(tmp_path / "s.sqlite3")
+    log = write_csv(tmp_path / "dup.csv", HAND[:3] + HAND[2:3] + HAND[3:])
+    report = json.loads(run_cli("ledger", "report", log, "--price", "3.60/h", "--store", store, "--json").stdout)
+    assert report["records"] == len(HAND)
+    row = run_cli("ledger", "runs", "--store", store).stdout.splitlines()[1].split()
+    assert row[:4] == ["dup.csv", "csv", "1", str(len(HAND))]
