@@ -168,7 +168,7 @@ SERVE_WATERFALL = (
     '  decode_compute_s               336.8 us\n'
     '  decode_step_s                  6.443 ms\n'
     '  bound                          bandwidth\n'
-    '  compute_bound_batch            None\n'
+    '  compute_bound_batch            none\n'
     '  tpot_s                         6.443 ms\n'
     '  tokens_per_s_per_sequence      155.2/s\n'
     '  tokens_per_s                   1242/s\n'
