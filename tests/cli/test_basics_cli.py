@@ -1,4 +1,4 @@
-"""Exact output of the seed-004 commands, and their errors (one line, exit 1; usage exit 2)."""
+"""Exact output of the seed-004 commands, and their errors (one line, exit 1, usage errors too)."""
 
 from __future__ import annotations
 
