@@ -407,3 +407,127 @@ def test_charts_from_the_report():
     assert len(charts["sensitivity"]["data"]["values"]) == 2 * len(r["sensitivity"])
     assert tornado["encoding"]["x2"] == {"field": "to"}
     assert set(TRAIN.charts(train())) == {"cost"}
+
+
+# ------------------------------------------------- goodput auto and cluster size (review, round 3)
+LLAMA3_RATE = {"interruptions": 419, "period": "54d", "observed_gpus": 16384, "checkpoint_time": "60s",
+               "restart_time": "10min"}  # Llama 3 paper section 3.3.4: 419 interruptions, 54 days, 16,384 GPUs
+BIG = {"params": "405B", "tokens": "15.6T", "goodput": "auto", "price": "2.5"}
+
+
+def _llama3_goodput(n: float) -> float:
+    from napkin.formulas import reliability as rel
+
+    return rel.optimal_goodput(60.0, restart_s=600.0, mtbf_s=54 * DAY / 419 * 16384 / n)
+
+
+def _tps_at_1() -> float:  # 405B at 989.5 TFLOP/s dense bf16 (H100 SXM), MFU 0.40
+    return 989.5e12 * 0.40 / (6 * 405e9)
+
+
+def test_gpus_given_beyond_max_gpus_with_goodput_auto():
+    """Found in review: --gpus 100001 with --goodput auto was an internal error (TypeError): --max-gpus
+    limits what a --deadline may ask for, not a cluster given."""
+    r = calculate("train", {**BIG, "gpus": 100_001, **FAILURES})
+    assert r["gpus"] == 100_001
+    assert r["goodput"] == pytest.approx(_daly(50_000 * HOUR / 100_001)[1])
+    assert r["wall_s"] == pytest.approx(15.6e12 / (_tps_at_1() * r["goodput"] * 100_001))
+
+
+def test_throughput_peak_is_the_largest_gpus_times_goodput():
+    """GPUs × goodput rises, peaks and falls as failures grow with the cluster: at Llama 3's rate with 60 s
+    checkpoints and 10 min restarts it peaks near 235,500 GPUs (goodput 30.2%)."""
+    from napkin.calculators.train import TrainRequest, peak_cluster
+    from napkin.request import parse_request
+
+    req = parse_request(TrainRequest, {**BIG, "gpus": 1, **LLAMA3_RATE})
+    top = peak_cluster(req)
+    x = lambda n: n * _llama3_goodput(n)  # noqa: E731
+    assert x(top) >= x(top - 1) and x(top) >= x(top + 1)
+    assert all(x(top) >= x(n) for n in (1, 1000, 16384, 100_000, 200_000, 300_000, 1_000_000, 10**8))
+    assert 235_000 < top < 236_000 and _llama3_goodput(top) == pytest.approx(0.302, abs=0.001)
+
+
+def test_a_deadline_no_cluster_can_meet_says_the_fastest():
+    """Found in review: 405B on 15.6T tokens in 15 days at Llama 3's failure rate said it needed 1e21 GPUs
+    and to allow 1.3e20 s. No size meets it: the fastest is 15.56 days, on ~235,500 GPUs."""
+    with pytest.raises(InputError) as e:
+        calculate("train", {**BIG, "deadline": "15d", "max_gpus": 10_000_000, **LLAMA3_RATE})
+    msg = str(e.value)
+    top = 235_541
+    fastest = 15.6e12 / (_tps_at_1() * _llama3_goodput(top) * top)
+    assert fastest / DAY == pytest.approx(15.5608, abs=1e-4)
+    assert msg.startswith(f"deadline is infeasible: no cluster size meets it at these failure rates; GPUs × goodput "
+                          f"peaks at {top:,} GPUs (goodput 30.2%), which take 15.56 d")
+    assert msg.endswith("(allow 15.57 d or more, or checkpoint and restart faster)")
+    r = calculate("train", {**BIG, "deadline": "15.57d", "max_gpus": 10_000_000, **LLAMA3_RATE})
+    assert r["wall_s"] <= 15.57 * DAY and r["gpus_needed"] < top
+    # within the default cap, the fastest is at the cap
+    with pytest.raises(InputError) as e:
+        calculate("train", {**BIG, "deadline": "15d", **LLAMA3_RATE})
+    assert f"the fastest within --max-gpus 100,000; or raise --max-gpus to {top:,} and allow 15.57 d" in str(e.value)
+
+
+def test_gpus_needed_with_goodput_auto_is_self_consistent():
+    """Found in review: 20 days at the default cap said 100,670 GPUs, the count at the cap's goodput. The
+    smallest cluster that meets 20 days at its own goodput is 101,270."""
+    need = lambda n: math.ceil(15.6e12 / (_tps_at_1() * _llama3_goodput(n) * 20 * DAY))  # noqa: E731
+    assert need(100_000) == 100_670 and need(101_270) == 101_270 and need(101_269) > 101_269
+    with pytest.raises(InputError) as e:
+        calculate("train", {**BIG, "deadline": "20d", **LLAMA3_RATE})
+    assert str(e.value).startswith("deadline is infeasible: it needs 101,270 GPUs (at their goodput 54.7%), more "
+                                   "than --max-gpus 100,000")
+    r = calculate("train", {**BIG, "deadline": "20d", "max_gpus": 200_000, **LLAMA3_RATE})
+    assert r["gpus_needed"] == 101_270
+    assert r["goodput"] == pytest.approx(_llama3_goodput(101_270), rel=1e-12)
+    assert r["wall_s"] <= 20 * DAY
+
+
+def test_gpus_past_the_throughput_peak_are_warned():
+    r = calculate("train", {**BIG, "gpus": 300_000, **LLAMA3_RATE})
+    (w,) = [w for w in r.warnings if w.code == "past-throughput-peak"]
+    assert w.message.startswith("300,000 GPUs are past the size where GPUs × goodput peaks (235,541 GPUs")
+    assert "past-throughput-peak" not in codes(calculate("train", {**BIG, "gpus": 200_000, **LLAMA3_RATE}))
+
+
+# ------------------------------------------------------------- a plan's frozen defaults (review)
+def _plan(**kw):
+    """What `napkin train --save` writes for these inputs, read back as `--config` does."""
+    from napkin.cli.train import plan_values
+    from napkin.request import parse_request
+
+    from napkin.calculators.train import TrainRequest, run_train
+    req = parse_request(TrainRequest, kw)
+    first = run_train(req)
+    values, _ = plan_values(req, first)
+    return first, values
+
+
+@pytest.mark.parametrize("inputs", [
+    {"params": "7B", "tokens": "2T", "deadline": "3w"},                 # H100 SXM at its dated list price
+    {"params": "7B", "tokens": "2T", "deadline": "3w", "peak": "989T"},  # seed 001's illustrative $2.50
+])
+def test_a_plans_frozen_defaults_keep_their_labels(inputs):
+    """Found in review: after --save and --config the reference price became "given", its date, source and
+    warning were lost, and the gpu assumption was dropped. A plan's default that is still today's default
+    resolves as that default again: the same report."""
+    first, values = _plan(**inputs)
+    again = calculate("train", values)
+    a, b = first.to_dict(), again.to_dict()
+    assert b["price_basis"] == a["price_basis"] != "given"
+    assert b["assumptions"] == a["assumptions"] and b["warnings"] == a["warnings"]
+    assert {k: v for k, v in b.items() if k != "derivation"} == {k: v for k, v in a.items() if k != "derivation"}
+
+
+def test_a_plans_default_that_is_no_longer_todays_stays_a_default():
+    first, values = _plan(params="7B", tokens="2T", deadline="3w")
+    values["price"] = 3.5  # the catalog's reference price when this plan was saved (it has moved since)
+    r = calculate("train", values)
+    price = assumption(r, "price")
+    assert (price.value, price.basis) == (3.5, "reference")
+    ref = catalog.table("prices")["gpu_hour"]["h100-sxm"]["usd_per_gpu_hour"]
+    assert price.note == (f"the reference price when the plan was saved; today's default is ${ref:.2f}/h; "
+                          "not a loaded price")
+    assert r["price_basis"] == "reference price, as saved in the plan"
+    assert "list-price" in codes(r)
+    assert assumption(r, "gpu").basis == "assumed" and assumption(r, "mfu").basis == "assumed"

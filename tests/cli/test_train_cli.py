@@ -235,3 +235,39 @@ def test_compare_errors(run_cli):
     assert r.stderr == "error: mfu must name a part in --gpu; got b200=0.3 (use one of h100-sxm, h200)\n"
     r = run_cli("compare", "--params", "7B", "--tokens", "2T", code=1)
     assert r.stderr == "error: gpu is required; got nothing (give --gpu)\n"
+
+
+# ------------------------------------------------------------------------ review, round 3
+FAILURE_FLAGS = ("--mtbf-per-gpu", "50000h", "--checkpoint-time", "1min", "--restart-time", "10min")
+
+
+def test_gpus_above_max_gpus_with_goodput_auto_is_a_plan_not_an_internal_error(run_cli):
+    """Found in review: this was `error: internal error (TypeError ...)`."""
+    out = json.loads(run_cli("train", "--params", "405B", "--tokens", "15.6T", "--goodput", "auto", "--gpus",
+                             "100001", *FAILURE_FLAGS, "--json").stdout)
+    assert out["gpus"] == 100_001 and 0.54 < out["goodput"] < 0.55
+
+
+def test_a_deadline_no_cluster_meets_is_one_line(run_cli):
+    r = run_cli("train", "--params", "405B", "--tokens", "15.6T", "--goodput", "auto", "--interruptions", "419",
+                "--period", "54d", "--observed-gpus", "16384", "--checkpoint-time", "60s", "--restart-time", "10min",
+                "--deadline", "15d", "--max-gpus", "10000000", code=1)
+    assert r.stderr == ("error: deadline is infeasible: no cluster size meets it at these failure rates; GPUs × "
+                        "goodput peaks at 235,541 GPUs (goodput 30.2%), which take 15.56 d; more GPUs fail more often "
+                        "and finish later; got 15 d (allow 15.57 d or more, or checkpoint and restart faster)\n")
+
+
+@pytest.mark.parametrize("args", [("--deadline", "3w"), ("--deadline", "3w", "--peak", "989T"),
+                                  ("--gpus", "64", "--gpu", "b200")])
+def test_a_plan_read_back_keeps_its_defaults_labelled(run_cli, tmp_path, args):
+    """Found in review: after --save and --config the reference price was "given", the list-price warning and
+    the price's date and source were gone, seed 001's illustrative $2.50 was relabelled given and the gpu
+    assumption dropped. Nothing changed, so the report is the same."""
+    plan = tmp_path / "p.toml"
+    first = json.loads(run_cli("train", "--params", "7B", "--tokens", "2T", *args, "--save", str(plan),
+                               "--json").stdout)
+    again = json.loads(run_cli("train", "--config", str(plan), "--json").stdout)
+    assert again["price_basis"] == first["price_basis"] != "given"
+    assert again["assumptions"] == first["assumptions"]
+    assert again["warnings"] == first["warnings"] and again["warnings"]
+    assert again == first

@@ -24,7 +24,7 @@ from napkin.calculators import Calculator
 from napkin.calculators import goodput as GP
 from napkin.calculators.basics import model_or_none, peak_of, resolve_params
 from napkin.derivation import Report
-from napkin.errors import InputError
+from napkin.errors import InputError, NapkinError
 from napkin.formulas import energy as en, flops, memory as mem, training as T
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
@@ -431,7 +431,89 @@ def auto_goodput(r: Report | None, req: Any, n_gpus: float) -> float:
 
 
 # -------------------------------------------------------------------------------------- run
+def _today_defaults(req: Any) -> dict[str, Any]:
+    """What each input a plan can freeze (its ``assumed`` list) defaults to now, for this request."""
+    out: dict[str, Any] = {"mfu": DEFAULT_MFU if req.calibration is None else None, "goodput": DEFAULT_GOODPUT,
+                           "pue": 1.0}
+    g = None
+    if req.peak is None:
+        out["gpu"] = catalog.gpu(DEFAULT_GPU).key
+        try:
+            g = catalog.gpu(req.gpu or DEFAULT_GPU)
+        except NapkinError:
+            g = None
+    if req.peak is not None and req.gpu is None:
+        out["price"] = SEED_PRICE
+    elif g is not None:
+        ref = reference_price(g)
+        out["price"] = float(ref["usd_per_gpu_hour"]) if ref else None
+    return out
+
+
+def _same(name: str, frozen: Any, today: Any) -> bool:
+    if today is None or frozen is None:
+        return False
+    if name == "gpu":
+        try:
+            return catalog.gpu(str(frozen)).key == today
+        except NapkinError:
+            return False
+    if name == "goodput":
+        try:
+            frozen = parse_goodput(frozen)
+        except InputError:
+            return False
+    return isinstance(frozen, (int, float)) and float(frozen) == float(today)
+
+
+def thaw_defaults(req: TrainRequest) -> tuple[TrainRequest, dict[str, Any]]:
+    """A saved plan froze its defaults at the values they took and listed them in ``assumed``.
+
+    Where a frozen value is still today's default, it is dropped, so it resolves as a default
+    again with the same label, note, date, source and warning as when the plan was saved.
+    Returns the request and the defaults frozen at a value that is no longer today's (name ->
+    today's default), which keep the plan's value and are labelled as the plan's defaults.
+    """
+    if not req.assumed:
+        return req, {}
+    today = _today_defaults(req)
+    thawed, stale = {}, {}
+    for name in req.assumed:
+        if name not in today or getattr(req, name, None) is None:
+            continue
+        if name == "goodput" and str(req.goodput).strip().lower() == "auto":
+            continue  # derived from failure rates: not a default
+        if _same(name, getattr(req, name), today[name]):
+            thawed[name] = None
+        else:
+            stale[name] = today[name]
+    return msgspec.structs.replace(req, **thawed), stale
+
+
+def _label_stale(r: Report, stale: dict[str, Any]) -> None:
+    """Defaults a plan froze at values that are no longer today's: still defaults, not given."""
+    kinds = {"mfu": "fraction", "goodput": "fraction", "price": "usd_per_hour", "pue": "number", "gpu": None}
+    for a in list(r.assumptions):
+        if a.name not in stale:
+            continue
+        today = stale[a.name]
+        now = "" if today is None else f"; today's default is {fmt_auto(today, kinds.get(a.name))}"
+        if a.name == "price":
+            r.assume("price", a.value, f"the reference price when the plan was saved{now}; not a loaded price",
+                     unit=a.unit, basis="reference")
+            r.set("price_basis", "reference price, as saved in the plan")
+            r.warn("list-price", f"the plan's price {fmt(a.value, 'usd_per_hour')} was a reference list price when "
+                                 f"it was saved{now}; give --price with your loaded rate (`napkin gpu-hour`)")
+        else:
+            r.assume(a.name, a.value, f"a default when the plan was saved{now}; not a measurement", unit=a.unit,
+                     basis="assumed")
+    if "gpu" in stale and not any(a.name == "gpu" for a in r.assumptions) and r.results.get("gpu"):
+        r.assume("gpu", r.results["gpu"], f"a default when the plan was saved; today's is {stale['gpu']}",
+                 basis="assumed")
+
+
 def run_train(req: TrainRequest) -> TrainReport:
+    req, stale = thaw_defaults(req)
     m = model_or_none(req.model)
     r = TrainReport("Training cost", command="train")
     if m is not None:
@@ -462,25 +544,16 @@ def run_train(req: TrainRequest) -> TrainReport:
         if req.gpus is None and req.deadline is None:
             raise InputError("goodput", "auto", "needs the cluster size", "give --gpus K or --deadline 3w")
         tps_at_1 = T.tokens_per_gpu_s(peak, mfu=mfu, goodput=1.0, flops_per_token=fpt)
-        if req.gpus is not None:
+        if req.gpus is not None:  # --max-gpus limits what a --deadline may ask for, not a cluster given
             n_gpus = float(req.gpus)
-        else:  # the cluster and its failure rate depend on each other: iterate to a fixed point
-            n_gpus = T.gpus_for_deadline(d, tokens_per_gpu_s=tps_at_1, deadline_s=req.deadline)
-            for _ in range(100):
-                if n_gpus > req.max_gpus:
-                    break
-                gp = auto_goodput(None, req, n_gpus)
-                need = (T.gpus_for_deadline(d, tokens_per_gpu_s=tps_at_1 * gp, deadline_s=req.deadline)
-                        if gp > 0 else float("inf"))
-                if need == n_gpus:
-                    break
-                n_gpus = need
-        if n_gpus > req.max_gpus:
-            _infeasible(req, d, tps_at_1 * auto_goodput(None, req, req.max_gpus))
+        else:  # the cluster and its failure rate depend on each other
+            n_gpus = float(_auto_cluster_for_deadline(req, d, tps_at_1))
         goodput = auto_goodput(r, req, n_gpus)
         if goodput <= 0:  # only where e^((τ+δ)/M) passes a float: no measurable progress
             raise InputError("goodput", "auto", f"is 0: on {int(n_gpus):,} GPUs failures arrive faster than the "
                              "job can make progress between them", "checkpoint and restart faster, or use fewer GPUs")
+        if req.gpus is not None:
+            _warn_past_peak(r, req, d, tps_at_1)
         r.assume("goodput", goodput, "from failure rates (Daly 2006, as `napkin goodput`)", unit="fraction",
                  basis="given")
     elif goodput_in is None:
@@ -604,10 +677,7 @@ def run_train(req: TrainRequest) -> TrainReport:
                                          f"{need_state:,} {g.name}s fully sharded, before activations")
 
     r.title = _title(m, n_total, d, g, req.precision, peak)
-    for a in list(r.assumptions):
-        if a.name in req.assumed and a.basis == "given":  # a plan file froze a default: still not a measurement
-            basis = "reference" if a.name == "price" else "assumed"
-            r.assume(a.name, a.value, "a default when the plan was saved, not a measurement", unit=a.unit, basis=basis)
+    _label_stale(r, stale)
     if req.sensitivity:
         x = Inputs(params=n, attention_flops_per_token=attn, tokens=d, peak=peak, mfu=mfu, goodput=goodput,
                    price=price, overhead=dict(req.overhead), fixed_usd=req.fixed_usd, data_usd=data)
@@ -621,7 +691,112 @@ def _infeasible(req: Any, d: float, tps: float) -> None:
     needs = f"it needs {int(need):,} GPUs" if need != float("inf") else "no cluster makes progress"
     raise InputError("deadline", fmt(req.deadline, "seconds"),
                      f"is infeasible: {needs}, more than --max-gpus {req.max_gpus:,}",
-                     f"allow {fmt(shortest, 'seconds')} or more, or raise --max-gpus")
+                     f"allow {_at_least(shortest)} or more, or raise --max-gpus")
+
+
+def _at_least(seconds: float) -> str:
+    """A duration as printed, rounded up so that the printed value is itself enough."""
+    from napkin import units
+
+    for k in range(100):
+        text = fmt(seconds * (1 + k * 1e-4), "seconds")
+        if units.parse(text.replace(" ", ""), "seconds", "deadline") >= seconds:
+            return text
+    return fmt(seconds, "seconds")
+
+
+# ----------------------------------------------------------- --goodput auto: the cluster size
+# A synchronous job stops whenever any GPU fails, so the cluster's MTBF is the per-GPU MTBF over
+# the GPU count, and goodput falls as the cluster grows. Throughput, GPUs × goodput, therefore
+# rises, peaks and falls: past the peak each added GPU costs more in lost time than it adds.
+_DOUBLINGS = 62  # the search for the peak stops at 2^62 GPUs
+
+
+def _throughput(req: Any, n: float) -> float:
+    """GPUs × goodput on n GPUs: the cluster's progress in GPU-equivalents."""
+    return n * auto_goodput(None, req, n)
+
+
+def peak_cluster(req: Any) -> int:
+    """The cluster size at which GPUs × goodput is largest (the shortest wall time at any size).
+
+    n·g(n) with g from Daly's model rises then falls (at a fixed interval its logarithm in 1/M
+    has a strictly decreasing slope), so: double n while it still rises, then a ternary search
+    on whole GPUs in the bracket.
+    """
+    n = 1
+    for _ in range(_DOUBLINGS):
+        if _throughput(req, 2 * n) <= _throughput(req, n):
+            break
+        n *= 2
+    lo, hi = max(1, n // 2), 2 * n
+    while hi - lo > 2:
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if _throughput(req, m1) < _throughput(req, m2):
+            lo = m1 + 1
+        else:
+            hi = m2
+    return max(range(lo, hi + 1), key=lambda k: _throughput(req, k))
+
+
+def _auto_cluster_for_deadline(req: Any, d: float, tps_at_1: float) -> int:
+    """The smallest cluster that meets --deadline at its own goodput, or an infeasible error.
+
+    Below the throughput peak n·g(n) grows with n, so "n GPUs at goodput g(n) meet the
+    deadline" is false and then true: a bisection on whole GPUs finds the first n where it
+    holds, which is self-consistent (the GPUs needed at g(n) are n). Past the peak no size does.
+    """
+    def need(n: float) -> float:
+        gp = auto_goodput(None, req, n)
+        return (T.gpus_for_deadline(d, tokens_per_gpu_s=tps_at_1 * gp, deadline_s=req.deadline) if gp > 0
+                else float("inf"))
+
+    top = peak_cluster(req)
+    if need(top) > top:
+        _unreachable(req, d, tps_at_1, top)
+    lo, hi = 1, top  # need(hi) <= hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if need(mid) <= mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    if hi > req.max_gpus:
+        at_cap = _wall_at(req, d, tps_at_1, req.max_gpus)
+        raise InputError("deadline", fmt(req.deadline, "seconds"),
+                         f"is infeasible: it needs {hi:,} GPUs (at their goodput "
+                         f"{auto_goodput(None, req, hi):.1%}), more than --max-gpus {req.max_gpus:,}",
+                         f"allow {_at_least(at_cap)} or more, or raise --max-gpus")
+    return hi
+
+
+def _wall_at(req: Any, d: float, tps_at_1: float, n: int) -> float:
+    return T.wall_seconds(d, tokens_per_gpu_s=tps_at_1 * auto_goodput(None, req, n), n_gpus=n)
+
+
+def _unreachable(req: Any, d: float, tps_at_1: float, top: int) -> None:
+    """No cluster size meets the deadline: say the fastest wall time and the size that gives it."""
+    fastest = _wall_at(req, d, tps_at_1, top)
+    problem = (f"is infeasible: no cluster size meets it at these failure rates; GPUs × goodput peaks at "
+               f"{top:,} GPUs (goodput {auto_goodput(None, req, top):.1%}), which take {fmt(fastest, 'seconds')}; "
+               "more GPUs fail more often and finish later")
+    if top <= req.max_gpus:
+        fix = f"allow {_at_least(fastest)} or more, or checkpoint and restart faster"
+    else:
+        fix = (f"allow {_at_least(_wall_at(req, d, tps_at_1, req.max_gpus))} or more, the fastest within --max-gpus "
+               f"{req.max_gpus:,}; or raise --max-gpus to {top:,} and allow {_at_least(fastest)}; or checkpoint "
+               "and restart faster")
+    raise InputError("deadline", fmt(req.deadline, "seconds"), problem, fix)
+
+
+def _warn_past_peak(r: Report, req: Any, d: float, tps_at_1: float) -> None:
+    """A --gpus past the throughput peak finishes later than a smaller cluster: say so."""
+    top = peak_cluster(req)
+    if req.gpus > top:
+        r.warn("past-throughput-peak",
+               f"{req.gpus:,} GPUs are past the size where GPUs × goodput peaks ({top:,} GPUs, goodput "
+               f"{auto_goodput(None, req, top):.1%}, {fmt(_wall_at(req, d, tps_at_1, top), 'seconds')}): with "
+               "failures this frequent, fewer GPUs finish sooner")
 
 
 def _title(m: ModelSpec | None, n: float, d: float, g: Accelerator | None, precision: str, peak: float) -> str:
