@@ -219,12 +219,71 @@ def test_cost_with_room_beyond_its_hours_is_consistent():
     assert r["verdict"] == "consistent"
 
 
-def test_cost_below_the_lowest_documented_price_of_its_hours_is_implausible():
-    """$1M for 720,000 H100-hours is $1.39/h, below the lowest H100 price the catalog documents."""
+def test_cost_below_the_lowest_documented_price_of_its_hours_is_plausible_only_as_one_run():
+    """$1M for 720,000 H100-hours is $1.39/h, below the lowest H100 price the catalog documents ($2.79/h) but
+    what owned hardware can cost (`napkin gpu-hour`, README: $1.70/h for a $30,000 H100 at 80% use): not
+    implausible (the issue keeps "implausible" for an implied MFU of 0.6-1), a price below market."""
     r = calculate("check", params="70B", tokens="2T", gpus=1000, days=30, claimed_usd="1M")
     assert r["implied_usd_per_gpu_hour"] == pytest.approx(1e6 / 720_000)
-    assert r["verdict"] == "implausible"
+    assert r["verdict"] == "plausible only as one final run's compute"
     assert "below $2.79/h, the lowest H100 SXM price its catalog source documents" in r["verdict_reason"]
+    assert "owned hardware at cost" in r["verdict_reason"]
+
+
+def test_deepseek_v3_cost_on_h100_hours_at_2_dollars_is_not_implausible():
+    """Found in review: DeepSeek-V3's $5.576M for its 2.788M GPU-hours (technical report, table 1) read on
+    H100s pays $2/h, below the catalog's lowest H100 price $2.79/h; that is a rate below market, not an
+    implausible claim: its MFU (0.33) is ordinary."""
+    r = calculate("check", params="37B", tokens="14.8T", gpu="h100", claimed_gpu_hours="2.788M",
+                  claimed_usd="5.576M")
+    assert r["implied_usd_per_gpu_hour"] == pytest.approx(2.0)
+    assert r["verdict"] == "plausible only as one final run's compute"
+    assert r["verdict_reason"].startswith("the claimed cost pays $2/h for the claimed GPU-hours, below $2.79/h")
+
+
+def test_cost_below_an_owned_gpus_electricity_is_implausible():
+    """$100k for 2.788M H100-hours is $0.036/h, less than the electricity of an owned H100 alone:
+    700 W (NVIDIA H100 SXM datasheet TDP) × PUE 1.3 × $0.08/kWh = $0.0728/h (`napkin gpu-hour`'s defaults)."""
+    r = calculate("check", params="37B", tokens="14.8T", gpu="h100", claimed_gpu_hours="2.788M", claimed_usd="100k")
+    assert r["power_floor_usd_per_gpu_hour"] == pytest.approx(0.700 * 1.3 * 0.08)
+    assert r["verdict"] == "implausible"
+    assert "less than the electricity alone of an owned H100 SXM ($0.0728/h" in r["verdict_reason"]
+
+
+# ------------------------------------------------------------- a cost alone, on a named GPU
+def test_a_named_gpu_is_the_verdicts_part_for_a_cost_alone():
+    """Found in review: --gpu h100-sxm was ignored and the verdict read on the MI300X. 70B on 2T tokens is
+    8.4e23 FLOP; $500k at the lowest documented H100 price $2.79/h buys 179,211 hours, which need
+    8.4e23 / (179,211 h · 3600 s/h · 989.5e12) = MFU 1.32 on the H100: inconsistent. The most favourable
+    part (MI300X at $1.50/h, MFU 0.54) stays as a side note."""
+    r = calculate("check", params="70B", tokens="2T", claimed_usd="500k", gpu="h100-sxm")
+    assert r["verdict"] == "inconsistent"
+    need = 8.4e23 * 2.79 / (500e3 * HOUR * H100_BF16)
+    assert need == pytest.approx(1.3158, abs=1e-4)
+    assert r["verdict_reason"].startswith(f"the claimed cost needs MFU {need:.2f} on H100 SXM (as named) at $2.79/h")
+    assert "the most favourable catalog reading, Instinct MI300X at $1.50/h" in r["verdict_reason"]
+    assert r["most_favourable_gpu"] == "mi300x"
+    assert r["verdict_assumptions"][0] == "H100 SXM dense bf16 peak 989.5 TFLOP/s"
+
+
+def test_without_a_named_gpu_the_verdict_reads_the_most_favourable_part():
+    """The README's example (seed 002's $500k claim) keeps its verdict: read on the MI300X at $1.50/h."""
+    r = calculate("check", params="70B", tokens="2T", claimed_usd="500k")
+    assert r["verdict"] == "plausible only as one final run's compute"
+    assert "on Instinct MI300X (the most favourable part in the catalog) at $1.50/h" in r["verdict_reason"]
+
+
+def test_a_named_gpu_without_a_catalog_price_needs_one():
+    """Found in review: --gpu h800 --claimed-usd 5.576M said "consistent" from the MI300X. The catalog has no
+    H800 price, so the claim cannot be read on the part named without --price."""
+    with pytest.raises(InputError) as e:
+        calculate("check", params="37B", tokens="14.8T", gpu="h800", claimed_usd="5.576M")
+    assert e.value.field == "price"
+    assert "the catalog has no GPU-hour price for it" in str(e.value)
+    r = calculate("check", params="37B", tokens="14.8T", gpu="h800", claimed_usd="5.576M", price="2/h")
+    # DeepSeek-V3 (technical report, table 1): 2.788M H800 hours at $2/h, MFU 3.286e24 / (2.788M h · 3600 · 989.5e12)
+    assert r["verdict_reason"].startswith("the claimed cost needs MFU 0.33 on H800 SXM at $2/h (given)")
+    assert r["verdict"] == "plausible only as one final run's compute"
 
 
 def test_plausible_only_as_one_run():

@@ -4,11 +4,13 @@ Seed 002's method: the compute for one run at a stated (or reference) MFU and pr
 the MFU or price that would make the claim true; a verdict that never overstates; and
 the list of what a production cost adds beyond one run's compute.
 
-Every MFU is read on one part at that part's own price and peak. A cost claim alone says
-nothing of the hardware or the price, so unless ``--price`` pins it, its verdict is read on
-the most favourable part in the catalog at the lowest price the catalog documents for it;
-the chosen GPU's figure at its own price is reported beside it. A cost claim with hours
-(claimed GPU-hours, or GPUs × days) is also judged against what those hours cost.
+Every MFU is read on one part at that part's own price and peak. A cost claim alone is read
+on the part named with ``--gpu`` (at ``--price``, else the lowest price its catalog source
+documents); when no part is named, it says nothing of the hardware, so its verdict is read on
+the most favourable part in the catalog at its lowest documented price, the default GPU's
+figure at its own price beside it. A cost claim with hours (claimed GPU-hours, or GPUs × days)
+is also judged against what those hours cost: a rate below the rental market is possible
+(owned hardware at cost, a negotiated rate), one below an owned GPU's electricity is not.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators import gpu_hour as GH
 from napkin.derivation import Report
 from napkin.errors import InputError, NapkinError
 from napkin.formulas import economics as econ
@@ -136,7 +139,9 @@ def _usd_for_hours(r: Report, req: CheckRequest, g: Any, *, hours: float, hours_
     """A claimed cost beside the hours it paid for: what those hours cost on this GPU.
 
     The hours are the chosen GPU's, so so is the price: the one given, else the catalog's
-    list price for the cost and its lowest documented price for the verdict.
+    list price for the cost and its lowest documented price for the verdict. A claim that pays
+    less than that is plausible only as one run bought below the rental market (owned hardware
+    at cost: `napkin gpu-hour`); implausible only below the electricity an owned GPU draws.
     """
     if price is None or implied_usd is None:
         r.note(f"no catalog price for {g.key}: give --price to judge the claimed cost against {hours_what}")
@@ -160,8 +165,31 @@ def _usd_for_hours(r: Report, req: CheckRequest, g: Any, *, hours: float, hours_
                 f"the claimed cost is {multiple:.2f}× {cost}: it pays for those hours and leaves nothing for what "
                 "a production cost adds (see omitted)")
     per_hour = req.claimed_usd / hours
-    return "implausible", (f"the claimed cost pays {fmt(per_hour, 'usd_per_hour')} for {hours_what}, below "
-                           f"{low_words}: only hours bought below the market (owned hardware at cost) fit it")
+    floor = _power_floor(r, g)
+    if floor is not None and per_hour < floor:
+        return "implausible", (f"the claimed cost pays {fmt(per_hour, 'usd_per_hour')} for {hours_what}, less than "
+                               f"the electricity alone of an owned {g.name} ({fmt(floor, 'usd_per_hour')}: TDP at "
+                               f"`napkin gpu-hour`'s PUE {GH.DEFAULT_PUE:g} and "
+                               f"{fmt(GH.DEFAULT_USD_PER_KWH, 'usd_per_kwh')}): the hours cannot have cost that little; the figure leaves the hardware out, or "
+                               "the hours were not paid for")
+    return ("plausible only as one final run's compute",
+            f"the claimed cost pays {fmt(per_hour, 'usd_per_hour')} for {hours_what}, below {low_words}: it fits hours "
+            "bought below the rental market (owned hardware at cost, see `napkin gpu-hour`, or a negotiated rate), "
+            "and leaves nothing for what a production cost adds (see omitted)")
+
+
+def _power_floor(r: Report, g: Any) -> float | None:
+    """The least an owned GPU-hour can cost: its electricity at TDP (`napkin gpu-hour`'s defaults).
+
+    Capital, facility and networking come on top; the catalog has no purchase prices, so the
+    floor is the part of the owned hour that needs only the catalog's TDP, and never overstates.
+    """
+    if not g.tdp_watts:
+        return None
+    return r.step("power_floor_usd_per_gpu_hour", "TDP · PUE · $/kWh per hour  (an owned hour's electricity alone)",
+                  value=econ.power_usd_per_hour(g.tdp_watts, pue=GH.DEFAULT_PUE, usd_per_kwh=GH.DEFAULT_USD_PER_KWH),
+                  unit="usd_per_hour", TDP=(g.tdp_watts, "watts"), PUE=GH.DEFAULT_PUE,
+                  usd_per_kwh=(GH.DEFAULT_USD_PER_KWH, "usd_per_kwh"))
 
 
 def _usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, price: float | None, mfu: float,
@@ -176,11 +204,31 @@ def _usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, p
                             value=econ.implied_mfu(c, gpu_hours=hours, dense_flops_per_s=peak, goodput=goodput),
                             unit="fraction", C=(c, "flops"), peak=(peak, "flops_per_s"), goodput=goodput,
                             note=f"{g.name} at its own price")
-    # the most favourable catalog reading: the part whose FLOP is cheapest at its lowest documented price
+    # the verdict's reading: the price given pins it; a named GPU at the lowest price its catalog source
+    # documents; with neither, the most favourable part in the catalog (never overstate)
     readings = catalog_readings(req.precision)
     best = min(readings, key=lambda x: x.price / x.peak) if readings else None
-    if best is not None and req.price is not None and best.price / best.peak >= req.price / peak:
-        best = None  # the price given is already the more generous reading: nothing to add
+    if req.price is not None:
+        v = Reading(g.key, g.name, peak, req.price, "given")
+        v_words = f"on {g.name} at {fmt(req.price, 'usd_per_hour')} (given)"
+    elif req.gpu is not None:
+        entry = reference_price(g.key)
+        if entry is None:
+            raise InputError("price", "nothing", f"is required to judge the claimed cost on the {g.name}: the "
+                             "catalog has no GPU-hour price for it",
+                             "give --price 2/h, or drop --gpu to read the claim on the most favourable catalog part")
+        v = Reading(g.key, g.name, peak, low_price(entry), "the lowest price its catalog source documents")
+        v_words = f"on {g.name} (as named) at {fmt(v.price, 'usd_per_hour')} ({v.basis})"
+    elif best is not None:
+        v = best
+        v_words = (f"on {best.name} (the most favourable part in the catalog) at "
+                   f"{fmt(best.price, 'usd_per_hour')} ({best.basis})")
+    else:
+        raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
+                         "give --price 2.50/h")
+    # the most favourable catalog reading, beside the verdict's when it reads the claim more generously
+    if best is not None and best is not v and best.price / best.peak >= v.price / v.peak:
+        best = None  # the verdict's reading is already the more generous: nothing to add
     if best is not None:
         r.set("most_favourable_gpu", best.key)
         r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
@@ -192,17 +240,6 @@ def _usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, p
                                               dense_flops_per_s=best.peak, goodput=goodput),
                unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
                peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}")
-    # the verdict's reading: the price given pins it; else the most favourable part (never overstate)
-    if req.price is not None:
-        v = Reading(g.key, g.name, peak, req.price, "given")
-        v_words = f"on {g.name} at {fmt(req.price, 'usd_per_hour')} (given)"
-    elif best is not None:
-        v = best
-        v_words = (f"on {best.name} (the most favourable part in the catalog) at "
-                   f"{fmt(best.price, 'usd_per_hour')} ({best.basis})")
-    else:
-        raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
-                         "give --price 2.50/h")
     listed.insert(0, f"{v.name} dense {req.precision} peak {fmt(v.peak, 'flops_per_s')}")
     listed.append(f"price {fmt(v.price, 'usd_per_hour')} for {v.name}" + (" (given)" if v.basis == "given"
                                                                             else f", {v.basis}"))
@@ -225,7 +262,7 @@ def _usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, p
                       "nothing for what a production cost adds (see omitted)")
     if chosen_mfu is not None and (v.key != g.key or v.price != price):
         reason += f"; on {g.name} at its own {fmt(price, 'usd_per_hour')} it would need MFU {chosen_mfu:.2f}"
-    if req.price is not None and best is not None:
+    if best is not None and best is not v:
         best_mfu = econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
                                             dense_flops_per_s=best.peak, goodput=goodput)
         if best_mfu < vmfu:
