@@ -94,6 +94,12 @@ def test_crossover_years_fall_with_volume():
     ({"training_usd": "387679", "served": "500B", "per_day": "10B"}, "per_day", "is unused"),
     ({"training_usd": "387679", "served": "0"}, "served", "must be > 0"),
     ({"training_usd": "387679", "served": "5GB"}, "served", "is a size in bytes"),
+    # found in review: a train plan with --params given was told "params is required"; name what is missing
+    ({"params": "7B", "tokens": "2T", "per_day": "10B", "mfu": 0.4}, "years",
+     "is required to amortise the planned training cost over --per-day"),
+    ({"params": "7B", "tokens": "2T", "mfu": 0.4}, "served", "is required to amortise the planned training cost"),
+    ({"tokens": "2T", "mfu": 0.4, "served": "1T"}, "params", "is required to plan the training cost"),
+    ({"params": "7B", "mfu": 0.4, "served": "1T"}, "tokens", "is required to plan the training cost"),
 ])
 def test_bad_input_names_the_field(raw, field, words):
     with pytest.raises(InputError) as e:

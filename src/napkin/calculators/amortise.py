@@ -111,9 +111,16 @@ def run_amortise(req: AmortiseRequest) -> Report:
                  "amortising the marginal run understates it", unit="usd", basis="given")
     elif n is not None and d is not None and (req.served or req.years is not None):
         loaded = _loaded_from_train(r, req)
-    elif plan_given:
-        raise InputError("params", "nothing", "is required to plan the training cost",
-                         "give --params N --tokens D (or --model), or --training-usd")
+    elif plan_given:  # a training plan was asked for: name what it still lacks
+        if n is None or d is None:
+            missing = "params" if n is None else "tokens"
+            raise InputError(missing, "nothing", "is required to plan the training cost",
+                             "give --params N --tokens D (or --model), or --training-usd")
+        if req.per_day:
+            raise InputError("years", "nothing", "is required to amortise the planned training cost over --per-day",
+                             "give --years 2, or --served 500B")
+        raise InputError("served", "nothing", "is required to amortise the planned training cost",
+                         "give --served 500B, or --per-day 10B --years 2")
 
     # ---- the served tokens it is spread over
     served = list(req.served)
