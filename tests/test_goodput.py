@@ -338,3 +338,69 @@ def test_train_with_a_deadline_needs_the_cluster_a_count_was_seen_on():
                   period="54d", observed_gpus=LLAMA3_GPUS, checkpoint_time="60s", restart_time="10min")
     per_gpu = LLAMA3_PERIOD_S / 419 * LLAMA3_GPUS
     assert r["cluster_mtbf_s"] == pytest.approx(per_gpu / r["gpus_needed"])
+
+
+# --------------------------------------------------------------- found in review, round 3
+def test_lost_fractions_stay_finite_where_the_exponents_overflow():
+    """Found in review: 1e9 GPUs at 50,000 h each (M = 0.18 s) printed `restarts: nan` (inf/inf once
+    e^((τ+δ)/M) and e^(R/M) were clipped). The split is finite, sums to 1 − goodput, and all of the time
+    goes to restarts when the job never finishes a segment."""
+    for m in (0.18, 1e-3, 11.6 * 60, 3 * HOUR):
+        tau = rel.daly_interval_s(60.0, mtbf_s=m)
+        g = rel.goodput_at_interval(tau, checkpoint_s=60.0, restart_s=600.0, mtbf_s=m)
+        lost = rel.lost_fractions(tau, checkpoint_s=60.0, restart_s=600.0, mtbf_s=m)
+        assert all(math.isfinite(v) and 0 <= v <= 1 for v in lost.values()), (m, lost)
+        assert g + sum(lost.values()) == pytest.approx(1.0, rel=1e-12)
+    assert rel.lost_fractions(0.18, checkpoint_s=60.0, restart_s=600.0, mtbf_s=0.18)["restarts"] == 1.0
+    arr = rel.lost_fractions(np.array([100.0, 0.18]), checkpoint_s=60.0, restart_s=600.0,
+                             mtbf_s=np.array([3 * HOUR, 0.18]))
+    assert np.isfinite(arr["restarts"]).all() and arr["restarts"][1] == 1.0
+    out = calculate("goodput", gpus=1_000_000_000, mtbf_per_gpu="50000h", checkpoint_time="60s",
+                    restart_time="10min")
+    assert not any(math.isnan(v) for v in out["lost_fraction"].values())
+
+
+def _feed_note(r):
+    (note,) = [n for n in r.notes if "napkin train" in n]
+    return note
+
+
+@pytest.mark.parametrize("mtbf, flag", [("30min", "--mtbf-per-gpu 30min"), ("50000", "--mtbf-per-gpu 50000s"),
+                                        ("50000h", "--mtbf-per-gpu 50000h"), ("1.5h", "--mtbf-per-gpu 90min"),
+                                        ("50000.5s", "--mtbf-per-gpu 50000.5s")])
+def test_the_note_for_train_repeats_the_rate_exactly(mtbf, flag):
+    """Found in review: the note rounded the per-GPU MTBF to whole hours (30min became 0h, 50000 s became
+    14h) and the goodput to three decimals (0.000): the flags it prints give train the same inputs."""
+    from napkin import units
+
+    r = calculate("goodput", gpus=16, mtbf_per_gpu=mtbf, checkpoint_time="60s", restart_time="10min")
+    note = _feed_note(r)
+    assert flag + " --checkpoint-time 1min --restart-time 10min" in note
+    assert units.parse(flag.split()[1], "seconds") == units.parse(mtbf, "seconds")
+    fed = note.split("--goodput ")[1].split("`")[0]
+    assert float(fed) == pytest.approx(r["goodput"], rel=1e-3) and float(fed) > 0
+
+
+def test_no_goodput_to_feed_when_it_is_zero():
+    r = calculate("goodput", gpus=1_000_000_000, mtbf_per_gpu="50000h", checkpoint_time="60s", restart_time="10min")
+    assert r["goodput"] == 0.0
+    assert "--goodput 0" not in _feed_note(r)
+    assert _feed_note(r).startswith("goodput is 0 at this size (no measurable progress)")
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"mtbf_per_gpu": "50000"}, "--mtbf-per-gpu is 13.89 h: write --mtbf-per-gpu 50000h if hours were meant"),
+    ({"interruptions": 419, "period": "54"}, "--period is 54 s: write --period 54d if days were meant"),
+    ({"cluster_mtbf": "3"}, "--cluster-mtbf is 3 s: write --cluster-mtbf 3h if hours were meant"),
+])
+def test_a_per_gpu_mtbf_under_a_day_says_a_bare_number_is_seconds(raw, words):
+    """Found in review: --mtbf-per-gpu 50000 was read as 50,000 s (13.9 h) without a word. Llama 3's cluster
+    (paper section 3.3.4) saw ~50,700 h per GPU; under a day per GPU is most likely a unit left off."""
+    r = calculate("goodput", gpus=LLAMA3_GPUS, checkpoint_time="60s", restart_time="10min", **raw)
+    (w,) = [w for w in r.warnings if w.code == "short-mtbf"]
+    assert "a number without a unit is read as seconds" in w.message and words in w.message
+    t = calculate("train", params="7B", tokens="2T", gpus=64, goodput="auto", checkpoint_time="60s",
+                  restart_time="10min", observed_gpus=None if "mtbf_per_gpu" in raw else LLAMA3_GPUS, **raw)
+    assert "short-mtbf" in [w.code for w in t.warnings]
+    ok = calculate("goodput", gpus=LLAMA3_GPUS, mtbf_per_gpu="50000h", checkpoint_time="60s", restart_time="10min")
+    assert "short-mtbf" not in [w.code for w in ok.warnings]

@@ -85,3 +85,11 @@ def test_bad_input_names_the_field(raw, field, words):
         calculate("gpu-hour", raw)
     assert e.value.field == field
     assert words in str(e.value)
+
+
+def test_two_yearly_costs_with_the_same_name_are_named_as_such():
+    """Found in review: Network=100 and network=5 were refused with a hint about capital and power."""
+    with pytest.raises(InputError) as e:
+        calculate("gpu-hour", capex="30000", gpu="h100", per_gpu_year={"Network": "100", "network": "5"})
+    assert str(e.value) == ("per_gpu_year[network]: names the same cost as Network (names are compared ignoring "
+                            "case, spaces and dashes); got 5 (give network once, adding up the parts if both apply)")

@@ -212,7 +212,7 @@ def test_goodput_llama3_exact(run_cli):
         "note: Young's first-order 1 − (δ/τ + (τ/2 + R)/M) gives 84.2% here (at τ = sqrt(2δM)); it holds only "
         "while τ + δ + R is small beside M (here 16% of it), and this goodput uses Daly's exact expression "
         "instead\n"
-        'note: feed it to `napkin train --goodput 0.853`, or let train derive it: --goodput auto '
+        'note: feed it to `napkin train --goodput 0.8526`, or let train derive it: --goodput auto '
         '--interruptions 419 --period 54d --observed-gpus 16384 --checkpoint-time 1min --restart-time 10min\n'
     )
 
@@ -240,7 +240,7 @@ def test_goodput_frequent_failures_exact(run_cli):
         "note: Young's first-order 1 − (δ/τ + (τ/2 + R)/M) gives -27.7% here (at τ = sqrt(2δM)); it holds only "
         "while τ + δ + R is small beside M (here 136% of it), and this goodput uses Daly's exact expression "
         "instead\n"
-        'note: feed it to `napkin train --goodput 0.270`, or let train derive it: --goodput auto '
+        'note: feed it to `napkin train --goodput 0.2703`, or let train derive it: --goodput auto '
         '--mtbf-per-gpu 50677h --checkpoint-time 1min --restart-time 10min\n'
     )
 

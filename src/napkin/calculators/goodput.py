@@ -41,6 +41,10 @@ DOCS = {
 }
 ALIASES = {"checkpoint_time": ("checkpoint",), "restart_time": ("restart",), "checkpoint_interval": ("interval",)}
 RATE_FLAGS = "--mtbf-per-gpu 50000h, --cluster-mtbf 3h, or --interruptions 419 --period 54d"
+# Llama 3 (Dubey et al. 2024, section 3.3.4): 419 interruptions in 54 days on 16,384 GPUs, about
+# 50,700 h per GPU. A per-GPU MTBF under a day is thousands of times shorter: most likely a unit left off.
+LLAMA3_MTBF_PER_GPU_H = 50_700
+SHORT_MTBF_PER_GPU = DAY
 
 
 class GoodputRequest(S, kw_only=True, forbid_unknown_fields=True):
@@ -89,6 +93,7 @@ def per_gpu_mtbf(r: Report | None, req: Any, *, n_gpus: float | None) -> float:
     if req.mtbf_per_gpu is not None:
         if r is not None:
             r.set("mtbf_per_gpu_s", req.mtbf_per_gpu, "seconds")
+            warn_short_mtbf(r, req, req.mtbf_per_gpu)
         return req.mtbf_per_gpu
     observed = req.observed_gpus or n_gpus
     if observed is None:
@@ -107,7 +112,22 @@ def per_gpu_mtbf(r: Report | None, req: Any, *, n_gpus: float | None) -> float:
     if r is not None:
         r.step("mtbf_per_gpu_s", "observed_mtbf · observed_gpus", value=per_gpu, unit="seconds",
                observed_mtbf=(m_obs, "seconds"), observed_gpus=int(observed), note=f"{per_gpu / HOUR:,.0f} h")
+        warn_short_mtbf(r, req, per_gpu)
     return per_gpu
+
+
+def warn_short_mtbf(r: Report, req: Any, per_gpu: float) -> None:
+    """A per-GPU MTBF under a day is hundreds of times below what large clusters see; most often it is
+    hours (or days) typed without a unit, which napkin reads as seconds: say so."""
+    if per_gpu >= SHORT_MTBF_PER_GPU:
+        return
+    meant = {"mtbf_per_gpu": "h", "cluster_mtbf": "h", "period": "d"}
+    read = "; ".join(f"--{f.replace('_', '-')} is {_human(getattr(req, f))}: write "
+                     f"--{f.replace('_', '-')} {_exact(getattr(req, f))}{unit} if {'hours' if unit == 'h' else 'days'} "
+                     "were meant" for f, unit in meant.items() if getattr(req, f) is not None)
+    r.warn("short-mtbf", f"the interruption rate gives each GPU an MTBF of {_human(per_gpu)}, far below the "
+                         f"~{LLAMA3_MTBF_PER_GPU_H:,} h per GPU of Llama 3's cluster; a number without a unit is "
+                         f"read as seconds ({read})")
 
 
 def failure_goodput(checkpoint_s: float, *, restart_s: float, mtbf_s: float,
@@ -145,12 +165,17 @@ def _human(seconds: float) -> str:
     return fmt(seconds, "seconds")
 
 
+def _exact(x: float) -> str:
+    """A number as text that parses back to exactly the same float: 50000, 0.5, 1.8e+20."""
+    return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(float(x))
+
+
 def _flag_time(seconds: float) -> str:
-    """A duration as a flag value without spaces: 54d, 10min, 60s."""
+    """A duration as a flag value without spaces that parses back exactly: 54d, 50000h, 10min, 50000s."""
     for unit, size in (("d", DAY), ("h", HOUR), ("min", MINUTE)):
         if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
+            return f"{_exact(seconds / size)}{unit}"
+    return f"{_exact(seconds)}s"
 
 
 def rate_flags(req: Any, per_gpu: float) -> str:
@@ -160,7 +185,7 @@ def rate_flags(req: Any, per_gpu: float) -> str:
     elif req.cluster_mtbf is not None:
         out = f"--cluster-mtbf {_flag_time(req.cluster_mtbf)}"
     else:
-        return f"--mtbf-per-gpu {per_gpu / HOUR:.0f}h"
+        return f"--mtbf-per-gpu {_flag_time(per_gpu)}"
     return out + f" --observed-gpus {req.observed_gpus or req.gpus}"
 
 
@@ -209,8 +234,13 @@ def run_goodput(req: GoodputRequest) -> Report:
     r.note("goodput_by_cluster: goodput at each size's own optimal interval, same per-GPU failure rate")
     first_order_note(r, checkpoint_s=delta, restart_s=restart, mtbf_s=m, goodput=g_opt)
     warn_frequent_failures(r, tau=tau, checkpoint_s=delta, restart_s=restart, mtbf_s=m, goodput=g_opt)
-    r.note(f"feed it to `napkin train --goodput {g_opt:.3f}`, or let train derive it: --goodput auto "
-           f"{rate_flags(req, per_gpu)} --checkpoint-time {_flag_time(delta)} --restart-time {_flag_time(restart)}")
+    auto = (f"--goodput auto {rate_flags(req, per_gpu)} --checkpoint-time {_flag_time(delta)} "
+            f"--restart-time {_flag_time(restart)}")
+    if g_opt > 0:
+        r.note(f"feed it to `napkin train --goodput {g_opt:.4g}`, or let train derive it: {auto}")
+    else:
+        r.note(f"goodput is 0 at this size (no measurable progress), so there is none to give `napkin train`; "
+               f"`napkin train {auto}` finds the cluster size a --deadline needs")
     return r
 
 

@@ -112,11 +112,17 @@ def _owned(r: Report, req: GpuHourRequest) -> tuple[float, float]:
                    value=econ.power_usd_per_hour(watts, pue=pue, usd_per_kwh=kwh),
                    unit="usd_per_hour", result=False, watts=(watts, "watts"), PUE=pue, usd_per_kwh=(kwh, "usd_per_kwh"))
     calendar = {"capital": cap, "power": power}
+    named: dict[str, str] = {}  # key -> the name it was given as
     for name, usd_year in req.per_gpu_year.items():
         key = name.strip().lower().replace(" ", "_").replace("-", "_")
-        if key in calendar:
+        if key in ("capital", "power"):
             raise InputError(f"per_gpu_year[{name}]", usd_year, "repeats a cost already counted",
                              "capital and power come from --capex and --watts; name the others differently")
+        if key in named:
+            raise InputError(f"per_gpu_year[{name}]", usd_year, f"names the same cost as {named[key]} (names are "
+                             "compared ignoring case, spaces and dashes)",
+                             f"give {key} once, adding up the parts if both apply")
+        named[key] = name
         calendar[key] = r.step(f"{key}_usd_per_hour", "usd_per_gpu_year / 8,760 h",
                                value=econ.per_year_usd_per_hour(usd_year), unit="usd_per_hour", result=False,
                                usd_per_gpu_year=(usd_year, "usd"))

@@ -154,16 +154,19 @@ def lost_fractions(interval_s: Any, *, checkpoint_s: Any, restart_s: Any, mtbf_s
 
     e^(L/M) − 1 interruptions strike a segment on average, each after M − L/(e^(L/M) − 1)
     on average (the work and partial writes redone), and each is followed by a restart
-    phase of M·(e^(R/M) − 1) (R, plus restarts cut short).
-    Trap: counting the restart (R/M) and not the half interval recomputed.
+    phase of M·(e^(R/M) − 1) (R, plus restarts cut short). With E = M·e^(R/M)·(e^(L/M) − 1)
+    they are computed as e^(−R/M)·δ/(M·(e^(L/M) − 1)), e^(−R/M)·(1 − L/(M·(e^(L/M) − 1)))
+    and 1 − e^(−R/M), which stay finite where e^(L/M) and e^(R/M) overflow a float.
+    Trap: counting the restart (R/M) and not the half interval recomputed; and dividing the
+    expanded products, which gives inf/inf (NaN) once failures come far faster than τ + δ.
     Source: Daly 2006, eq. 9 split by phase; to first order δ/τ, τ/(2M), R/M (Young 1974).
     """
     seg = interval_s + checkpoint_s
-    e = expected_segment_s(interval_s, checkpoint_s=checkpoint_s, restart_s=restart_s, mtbf_s=mtbf_s)
-    hits = _expm1(seg / mtbf_s)
-    return {"checkpoint_writes": checkpoint_s / e,
-            "rework": (mtbf_s * hits - seg) / e,
-            "restarts": mtbf_s * hits * _expm1(restart_s / mtbf_s) / e}
+    survive = _exp(-restart_s / mtbf_s)  # e^(−R/M) in (0, 1]: never overflows
+    work = mtbf_s * _expm1(seg / mtbf_s)  # M·(e^(L/M) − 1) >= L
+    return {"checkpoint_writes": survive * checkpoint_s / work,
+            "rework": survive * (1.0 - seg / work),
+            "restarts": -_expm1(-restart_s / mtbf_s)}
 
 
 def optimal_goodput(checkpoint_s: Any, *, restart_s: Any, mtbf_s: Any) -> Any:
