@@ -271,3 +271,34 @@ def test_a_plan_read_back_keeps_its_defaults_labelled(run_cli, tmp_path, args):
     assert again["assumptions"] == first["assumptions"]
     assert again["warnings"] == first["warnings"] and again["warnings"]
     assert again == first
+
+
+def test_vary_gives_goodput_auto_its_cluster_size(run_cli):
+    """Found in review: --vary gpus=... with --goodput auto failed with "goodput needs the cluster size"
+    unless the base run had --gpus: the rows supply it. Each row's goodput follows its cluster size."""
+    args = ("--params", "405B", "--tokens", "15.6T", "--price", "2.5", "--goodput", "auto", *FAILURE_FLAGS)
+    out = json.loads(run_cli("train", *args, "--vary", "gpus=1000,16384", "--json").stdout)
+    rows = out["vary"]["rows"]
+    assert [r["gpus"] for r in rows] == [1000, 16384]
+    assert rows[0]["goodput"] > rows[1]["goodput"] > 0.8
+    text = run_cli("train", *args, "--vary", "gpus=1000,16384").stdout.splitlines()
+    assert text[1].split()[:2] == ["gpus", "goodput"]
+    assert text[2].split()[0] == "1000" and text[3].split()[0] == "16384"
+    dl = json.loads(run_cli("train", *args, "--vary", "deadline=60d,90d", "--json").stdout)["vary"]["rows"]
+    assert dl[0]["gpus_needed"] > dl[1]["gpus_needed"]
+
+
+def test_a_varied_gpus_replaces_the_base_deadline(run_cli):
+    rows = json.loads(run_cli("train", "--params", "7B", "--tokens", "2T", "--price", "2.5", "--deadline", "3w",
+                              "--vary", "gpus=64,128", "--json").stdout)["vary"]["rows"]
+    assert [r["gpus"] for r in rows] == [64, 128] and all("gpus_needed" not in r for r in rows)
+
+
+def test_a_flag_equal_to_the_plans_default_is_given(run_cli, tmp_path):
+    """--price on the line over a plan that froze the reference price: given, whatever its value."""
+    plan = tmp_path / "p.toml"
+    first = json.loads(run_cli("train", "--params", "7B", "--tokens", "2T", "--gpus", "64", "--save", str(plan),
+                               "--json").stdout)
+    out = json.loads(run_cli("train", "--config", str(plan), "--price", f"{first['price']}/h", "--json").stdout)
+    assert out["price_basis"] == "given" and "list-price" not in [w["code"] for w in out["warnings"]]
+    assert {a["name"]: a["basis"] for a in out["assumptions"]}["price"] == "given"

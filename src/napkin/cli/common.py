@@ -210,7 +210,7 @@ def _line_wins(request_cls: type, raw: dict[str, Any], params: dict[str, Any]) -
         stale = {d for d in frozen if set(DERIVED_DEFAULTS.get(d, ())) & line}
         for d in stale:
             raw.pop(d, None)
-        raw["assumed"] = [d for d in frozen if d not in stale]
+        raw["assumed"] = [d for d in frozen if d not in stale and d not in line]  # a flag is given, not a default
     info = {f.name: f for f in fields(request_cls)}
     if "gpu" in line and "gpu" in info and info["gpu"].container == "list":
         from napkin import catalog
@@ -232,11 +232,14 @@ def _line_wins(request_cls: type, raw: dict[str, Any], params: dict[str, Any]) -
 def calculator_command(calc_name: str, *, name: str | None = None, help: str | None = None,
                        extra: list[click.Parameter] | None = None,
                        after: Callable[[Any, Any, dict], Any] | None = None,
+                       prepare: Callable[[dict, dict], dict] | None = None,
                        skip: tuple[str, ...] = ()) -> click.Command:
     """A click command for a registered calculator.
 
-    ``after(report, request, params)`` may print extra output (a chart, a sweep) and
-    return a replacement report, or None to keep the original.
+    ``prepare(raw, params)`` may complete the raw inputs before they are parsed (train's
+    --vary supplying the cluster size the base run needs). ``after(report, request, params)``
+    may print extra output (a chart, a sweep) and return a replacement report, or None to
+    keep the original.
     """
     from napkin import calculators
 
@@ -251,6 +254,8 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
         config = params.pop("config", None)
         save = params.pop("save", None)
         raw = collect(calc.request, params, config)
+        if prepare is not None:
+            raw = prepare(raw, params)
         req = parse_request(calc.request, raw)
         if save:
             write_config(save, to_raw(req), command=name or calc_name)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from napkin.cli.common import calculator_command, emit, write_config
+from napkin.cli.common import ALTERNATIVES, calculator_command, emit, write_config
 from napkin.errors import InputError
 
 MAX_VARY_ROWS = 1000
@@ -91,6 +91,9 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
                 raw["overhead"][name.split(".", 1)[1]] = value
             else:
                 raw[name] = value
+                for alt in ALTERNATIVES.get(name, ()):  # a varied --gpus replaces the base's --deadline
+                    if alt not in [n for n, _ in axes]:
+                        raw.pop(alt, None)
         try:
             rep = TRAIN(raw)
         except InputError as exc:
@@ -99,8 +102,8 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
             row["infeasible"] = str(exc)
             rows.append(row)
             continue
-        for k in ("tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "marginal_usd", "loaded_usd",
-                  "usd_per_million_tokens"):
+        for k in ("goodput", "tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "marginal_usd",
+                  "loaded_usd", "usd_per_million_tokens"):
             if k in rep.results:
                 row[k] = rep[k]
         rows.append(row)
@@ -111,8 +114,10 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
     from napkin.units import format as fmt
 
     names = [n for n, _ in axes]
-    cols: list[tuple[str, str, str]] = [("tokens_per_gpu_s", "tokens/GPU-s", "per_s"),
-                                        ("gpu_hours", "GPU-hours", "count")]
+    cols: list[tuple[str, str, str]] = []
+    if len({r["goodput"] for r in rows if "goodput" in r}) > 1:  # goodput auto: it follows the cluster size
+        cols.append(("goodput", "goodput", "fraction"))
+    cols += [("tokens_per_gpu_s", "tokens/GPU-s", "per_s"), ("gpu_hours", "GPU-hours", "count")]
     if any("gpus_needed" in r for r in rows):
         cols.append(("gpus_needed", "GPUs needed", "count"))
     if any("wall_s" in r for r in rows):
@@ -186,6 +191,23 @@ def save_plan(path: str, req: Any, report: Any, overridden: set[str] = frozenset
 
 
 # ------------------------------------------------------------------------------------ hooks
+def _prepare_train(raw: dict[str, Any], params: dict) -> dict[str, Any]:
+    """With --goodput auto the base run needs the cluster size; a --vary of gpus or deadline gives it.
+
+    The base run (title, warnings, assumptions under the table) then takes the varied value most
+    likely to be feasible: the fewest GPUs, or the longest deadline.
+    """
+    if not params.get("vary") or str(raw.get("goodput", "")).strip().lower() != "auto":
+        return raw
+    if raw.get("gpus") is not None or raw.get("deadline") is not None:
+        return raw
+    axes = dict(parse_vary(params["vary"]))
+    for name, pick in (("gpus", min), ("deadline", max)):
+        if name in axes:
+            return {**raw, name: pick(axes[name], key=lambda v: vary_value(name, v))}
+    return raw
+
+
 def _write_chart(report: Any, which: tuple[str, ...], path: str, charts: Any) -> None:
     from napkin.charts.train import write_chart
 
@@ -255,7 +277,7 @@ def _after_compare(report: Any, req: Any, params: dict) -> Any:
 
 
 train = calculator_command(
-    "train", extra=[_vary, _chart], after=_after_train,
+    "train", extra=[_vary, _chart], after=_after_train, prepare=_prepare_train,
     help="Cost, time and cluster size of a planned training run: marginal and loaded $ per million tokens.\n\n"
          "e.g. napkin train --params 7B --tokens 2T --gpu h100 --mfu 0.4 --goodput 0.9 --price 2.50/h "
          "--overhead experiments=0.6,lost=0.15,eval=0.05,idle=0.2 --fixed-usd 60k")
