@@ -33,10 +33,13 @@ EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
 def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = None,
           lt: float | None = None, le: float | None = None, choices: tuple[str, ...] = (),
           positional: bool = False, cli: str | None = None, example: str | None = None,
-          hidden: bool = False, aliases: tuple[str, ...] = (), unit: str | None = None) -> msgspec.Meta:
+          hidden: bool = False, aliases: tuple[str, ...] = (), unit: str | None = None,
+          cli_only: bool = False) -> msgspec.Meta:
     """Metadata for a request field: its unit kind, help text and bounds.
 
     ``unit`` labels a plain number for a reader (``FLOP/B``, ``d``) where its kind has none.
+    ``cli_only`` keeps a field off the web page and out of its API (a scheduler address: a
+    request from a browser must not make the server connect where it says).
 
     ``aliases`` are other names the field answers to (an older spelling, or the name
     another command uses for the same input): raw keys and config files may use them.
@@ -47,7 +50,7 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
         gt, le = 0.0, 1.0
     extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
              "positional": positional, "cli": cli, "example": example, "hidden": hidden,
-             "aliases": list(aliases), "unit": unit}
+             "aliases": list(aliases), "unit": unit, "cli_only": cli_only}
     keep = {k: v for k, v in extra.items() if v is not None and v is not False and v != []}
     return msgspec.Meta(description=doc, extra=keep)
 
@@ -332,4 +335,4 @@ def basis_of(req: Any, name: str) -> str:
 
 def describe(cls: type) -> list[dict]:
     """Every field with its kind, doc, bounds and default, for ``GET /api`` and the page."""
-    return [f.to_dict() for f in fields(cls) if not f.meta.get("hidden")]
+    return [f.to_dict() for f in fields(cls) if not f.meta.get("hidden") and not f.meta.get("cli_only")]

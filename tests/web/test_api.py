@@ -520,3 +520,29 @@ def test_the_serving_planners_grid_is_capped(client):
     assert body["field"] == "grid" and body["value"] == "392,000 configurations"  # 4 GPUs x 7 x 7 x 2000
     assert body["problem"] == f"exceeds the web page's cap of {web.WEB_GRID_CAP:,}"
     assert post(client, "plan-serve", EXAMPLES["plan-serve"]).json()["configurations"] == 1088
+
+
+def test_a_page_of_another_site_cannot_post(client):
+    """Found in review: a form on another origin could POST to the local server (and make it connect to a
+    dask scheduler it named). A browser's cross-site POST is refused; same-origin and header-less clients
+    (curl) are not."""
+    body = {"params": "7B", "tokens": "2T"}
+    for headers in ({"origin": "https://evil.example"}, {"sec-fetch-site": "cross-site"},
+                    {"sec-fetch-site": "same-site"}, {"origin": "null"}):
+        r = client.post("/api/train", json=body, headers=headers)
+        assert r.status_code == 403, headers
+        assert r.json()["field"] == "origin"
+    own = client.post("/api/train", json=body, headers={"origin": "http://testserver", "sec-fetch-site": "same-origin"})
+    assert own.status_code == 200
+    assert client.post("/api/train", json=body).status_code == 200
+
+
+@pytest.mark.parametrize("field,value", [("executor", "dask"), ("scheduler", "tcp://127.0.0.1:18786"),
+                                         ("workers", "64")])
+def test_the_page_cannot_start_processes_or_connect_out(client, field, value):
+    body = {"model": "llama-3.1-70b", "rate": "10/s", field: value}
+    r = client.post("/api/plan-serve", json=body)
+    assert r.status_code == 422
+    assert r.json()["field"] == field and r.json()["problem"] == "is not available on the web page"
+    names = [f["name"] for f in client.get("/api/plan-serve").json()["fields"]]
+    assert field not in names

@@ -75,10 +75,12 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = 0.9
     top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
     executor: Annotated[str, field("choice", "evaluate in this process, a local pool, or dask.distributed "
-                                             "(one chunk per GPU type)", choices=("none", "local", "dask"))] = "none"
+                                             "(one chunk per GPU type)", choices=("none", "local", "dask"),
+                                   cli_only=True)] = "none"
     scheduler: Annotated[str | None, field("text", "dask scheduler address, tcp://host:8786 "
-                                                   "(default: a local in-process cluster)")] = None
-    workers: Annotated[int | None, field("int", "workers of the local pool or local dask cluster", gt=0)] = None
+                                                   "(default: a local in-process cluster)", cli_only=True)] = None
+    workers: Annotated[int | None, field("int", "workers of the local pool or local dask cluster", gt=0,
+                                         cli_only=True)] = None
 
 
 def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:

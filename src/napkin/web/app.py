@@ -252,6 +252,9 @@ def web_checks(name: str, raw: dict[str, Any]) -> dict[str, Any]:
         info = infos.get(key.replace("-", "_").lstrip("_"))
         if info is None or val is None or val == "":
             continue
+        if info.meta.get("cli_only"):  # where the server connects, how many processes it starts
+            raise InputError(info.name, val, "is not available on the web page",
+                             f"run `{' '.join(command_words(name))} {info.option} ...` in a terminal")
         if info.kind == "path" and not _is_upload(val):
             raise InputError(info.name, val, "must be an uploaded file on the web page",
                              f"upload it, or run `{' '.join(command_words(name))} {info.option} FILE` in a terminal")
@@ -756,6 +759,20 @@ async def vendor_js(request: Request) -> Response:
 
 
 # -------------------------------------------------------------------------------- middleware
+def _cross_site(headers: Any) -> bool:
+    """A browser request sent by a page of another origin (a form on a hostile site posting to
+    127.0.0.1): its Sec-Fetch-Site says so, or its Origin is not this server's Host. curl and
+    scripts send neither header, and are not refused."""
+    if headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return True
+    origin = headers.get("origin")
+    if not origin:
+        return False
+    from urllib.parse import urlsplit
+
+    return origin == "null" or urlsplit(origin).netloc.lower() != headers.get("host", "").lower()
+
+
 class Guard:
     """Security headers on every response, body size limits, and (on loopback) a Host check.
 
@@ -795,6 +812,12 @@ class Guard:
                                     "fix": "open the address `napkin web` printed", "message": "invalid Host header"},
                                    status_code=400)(scope, receive, send_secure)
                 return
+        if scope.get("method") not in ("GET", "HEAD", "OPTIONS") and _cross_site(headers):
+            await JSONResponse({"field": "origin", "value": headers.get("origin") or headers.get("sec-fetch-site"),
+                                "problem": "is another site: this server answers its own page only",
+                                "fix": "use the page `napkin web` serves, or call the API without a browser",
+                                "message": "cross-site request refused"}, status_code=403)(scope, receive, send_secure)
+            return
         multipart = headers.get("content-type", "").lower().startswith("multipart/form-data")
         limit = self.upload_limit if multipart else self.json_limit
         what = "upload" if multipart else "request body"
