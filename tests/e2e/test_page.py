@@ -117,6 +117,16 @@ def test_copy_as_cli_and_download_json_give_the_same_calculation(page, server, w
     download = info.value
     assert download.suggested_filename == "napkin-train.json"
     assert json.loads(open(download.path()).read()) == api(server, "/api/train", EXAMPLES["train"])
+    # byte for byte what the copied command prints with --json (the page once re-serialised it:
+    # 70000000000.0 became 70000000000)
+    import shlex
+
+    from click.testing import CliRunner
+
+    from napkin.cli import cli
+
+    words = shlex.split(page.locator("#cli").inner_text())[1:] + ["--json"]
+    assert open(download.path()).read() == CliRunner().invoke(cli, words).stdout
     watch.assert_clean()
 
 

@@ -501,6 +501,7 @@ def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_
     return {
         "title": report.title,
         "report": json.loads(report.to_json(indent=None)),
+        "report_json": report.to_json() + "\n",  # byte for byte what `--json` prints: Download JSON saves this
         "rows": [[k, v] for k, v in report.rows()],
         "derivation": [s.text() for s in report.steps],
         "assumptions": [{"name": a.name, "value": fmt_auto(a.value, a.unit), "basis": a.basis, "note": a.note}

@@ -388,7 +388,9 @@
 
   function downloadJson() {
     if (!state.view) return;
-    const text = JSON.stringify(state.view.report, null, 2) + "\n";
+    // the server's own text: re-serialising in the browser turns 70000000000.0 into 70000000000 and
+    // rounds large floats to other numbers
+    const text = state.view.report_json;
     const url = URL.createObjectURL(new Blob([text], {type: "application/json"}));
     const a = el("a", {href: url, download: `napkin-${state.current}.json`});
     document.body.append(a);
