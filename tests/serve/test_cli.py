@@ -346,3 +346,15 @@ def test_serve_tp_beyond_the_scale_up_domain_warns(run_cli):
 def test_waterfall_step_without_a_value_is_one_line(run_cli):
     result = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--waterfall", "batch=64,fp8", code=1)
     assert result.stderr == "error: waterfall must be NAME=VALUE; got fp8 (e.g. batch=64,precision=fp8,batch=128)\n"
+
+
+@pytest.mark.parametrize("step,message", [
+    ("batch=abc", "error: waterfall has a step whose batch is not a count such as 7B, 70.6e9, 15T, 4M or 4Mi; "
+                  "got batch=abc (fix that step)\n"),
+    ("tp=3", "error: waterfall has a step whose tp does not divide the 32 attention heads of Llama 3.1 8B; got tp=3 "
+             "(use one of 1, 2, 4, 8, 16, 32)\n"),
+])
+def test_a_bad_waterfall_step_names_the_waterfall_not_the_base_input(run_cli, step, message):
+    """Found in review: `batch=abc` in the waterfall turned the page's batch input red."""
+    r = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--waterfall", step, code=1)
+    assert r.stderr == message

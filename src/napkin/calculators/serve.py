@@ -22,7 +22,7 @@ from napkin import catalog
 from napkin.calculators import Calculator
 from napkin.calculators.basics import kv_held, kv_step
 from napkin.derivation import Report
-from napkin.errors import InputError
+from napkin.errors import InputError, NapkinError
 from napkin.formulas import cost as costf
 from napkin.formulas import memory as mem
 from napkin.formulas import serving as sv
@@ -690,14 +690,20 @@ def run_waterfall(r: Report, req: ServeRequest) -> None:
     cur = msgspec.structs.replace(req, waterfall=[])
     rows = [waterfall_row("baseline", cur, r)]
     for key, raw_val, label in waterfall_steps(req.waterfall):
-        value = parse_value(infos[key], raw_val)
-        changes: dict[str, Any] = {key: value}
-        if key == "tp":
-            gpus, tp, _ = parallelism(cur.gpus, cur.tp, catalog.model(cur.model))
-            if gpus == tp:
-                changes["gpus"] = None  # a pure tensor-parallel replica stays one: its GPUs follow the TP degree
-        cur = msgspec.structs.replace(cur, **changes)
-        rows.append(waterfall_row(label, cur, r))
+        try:  # an error inside a step names the step, not the base input of the same name
+            value = parse_value(infos[key], raw_val)
+            changes: dict[str, Any] = {key: value}
+            if key == "tp":
+                gpus, tp, _ = parallelism(cur.gpus, cur.tp, catalog.model(cur.model))
+                if gpus == tp:
+                    changes["gpus"] = None  # a pure tensor-parallel replica stays one: its GPUs follow the TP degree
+            cur = msgspec.structs.replace(cur, **changes)
+            rows.append(waterfall_row(label, cur, r))
+        except InputError as exc:
+            raise InputError("waterfall", label, f"has a step whose {exc.field} {exc.problem}",
+                             exc.fix or "fix that step") from None
+        except NapkinError as exc:
+            raise InputError("waterfall", label, f"has a step that cannot run: {exc}") from None
     last: dict | None = None  # the last step that fits
     for row in rows:
         if not row["fits"]:
