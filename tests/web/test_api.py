@@ -546,3 +546,16 @@ def test_the_page_cannot_start_processes_or_connect_out(client, field, value):
     assert r.json()["field"] == field and r.json()["problem"] == "is not available on the web page"
     names = [f["name"] for f in client.get("/api/plan-serve").json()["fields"]]
     assert field not in names
+
+
+def test_copied_command_keeps_text_that_starts_with_a_dash(client, run_cli):
+    """Found in review: a markdown bullet as `tokens` text was read by the shell command as an option."""
+    import shlex
+
+    body = {"text": "- first bullet\n- second bullet", "encoding": "cl100k"}
+    command = client.post("/api/tokens/cli", json=body).json()["command"]
+    assert command == "napkin tokens --encoding cl100k -- '- first bullet\n- second bullet'"
+    words = shlex.split(command)[1:]
+    words.insert(words.index("--"), "--json")  # options go before the "--"
+    out = run_cli(*words).stdout
+    assert json.loads(out) == client.post("/api/tokens", json=body).json()

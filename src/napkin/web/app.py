@@ -423,6 +423,8 @@ def cli_command(name: str, raw: dict[str, Any]) -> str:
             args += _split_list(text) if info.container == "list" else [text]
         else:
             opts += [info.option, text]
+    if any(a.startswith("-") for a in args):  # text such as "- a bullet" is not an option: after "--"
+        return shlex.join(command_words(name) + opts + ["--"] + args)
     return shlex.join(command_words(name) + args + opts)
 
 
