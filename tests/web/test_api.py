@@ -559,3 +559,18 @@ def test_copied_command_keeps_text_that_starts_with_a_dash(client, run_cli):
     words.insert(words.index("--"), "--json")  # options go before the "--"
     out = run_cli(*words).stdout
     assert json.loads(out) == client.post("/api/tokens", json=body).json()
+
+
+@pytest.mark.parametrize("name,data,files,field", [
+    ("train", {"params": "7B", "tokens": "2T"}, {"calibration": ("cal.toml", b"not = [valid", "text/plain")},
+     "calibration"),
+    ("ledger", {"price": "2.5/h"}, {"logs": ("run.parquet", b"PAR1 not parquet", "application/octet-stream")},
+     "log"),
+])
+def test_an_error_about_an_upload_names_it_not_the_servers_temp_path(client, name, data, files, field):
+    r = client.post(f"/api/{name}", data=data, files=files)
+    assert r.status_code == 422
+    body = r.json()
+    assert body["field"] == field
+    assert "napkin-upload" not in r.text and "/dev/shm" not in r.text and "/tmp/" not in r.text
+    assert files[field if field in files else next(iter(files))][0] in body["message"]

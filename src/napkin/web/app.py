@@ -374,9 +374,25 @@ def uploads_as_paths(raw: dict[str, Any], calculator_name: str | None = None):
                 paths.append(path)
             out[key] = paths if isinstance(value, list) else paths[0]
         prefix = re.compile(re.escape(tmp) + r"/\d+/")
-        yield out, (lambda text: prefix.sub("", text))
+
+        def clean(text: str) -> str:
+            return prefix.sub("", text)
+
+        try:
+            yield out, clean
+        except NapkinError as exc:  # an error names the upload as the user knows it, not the server's path
+            _clean_error(exc, clean)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _clean_error(exc: Exception, clean: Callable[[str], str]) -> None:
+    """Strip the private upload directory from an error's message and fields, in place."""
+    for attr in ("value", "problem", "fix", "message", "name"):
+        if isinstance(getattr(exc, attr, None), str):
+            setattr(exc, attr, clean(getattr(exc, attr)))
+    exc.args = tuple(clean(a) if isinstance(a, str) else a for a in exc.args)
 
 
 def run(name: str, raw: dict[str, Any]) -> Any:
