@@ -574,3 +574,16 @@ def test_an_error_about_an_upload_names_it_not_the_servers_temp_path(client, nam
     assert body["field"] == field
     assert "napkin-upload" not in r.text and "/dev/shm" not in r.text and "/tmp/" not in r.text
     assert files[field if field in files else next(iter(files))][0] in body["message"]
+
+
+def test_a_list_of_records_is_a_table_not_a_dump_in_the_figures(client):
+    """Found in review: serve's waterfall appeared twice, once as a raw dict dump (with Python's None) in the
+    figures; a journey rung's FLOPs read 8.117e14 beside 811.7 TFLOP; realised MFU read 0.02216."""
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "waterfall": "batch=64,batch=100000"}
+    view = client.post("/api/serve/view", json=body).json()
+    assert "waterfall" not in [k for k, _ in view["rows"]] and "waterfall" in view["tables"]
+    assert "None" not in json.dumps(view["tables"]["waterfall"])
+    rungs = client.post("/api/journey/view", json={}).json()["tables"]["rungs"]
+    flops = rungs["columns"].index("flops")
+    assert all(row[flops].endswith("FLOP") for row in rungs["rows"])
+    assert web.cell_kind("mfu_realised") == web.cell_kind("goodput_time") == "fraction"

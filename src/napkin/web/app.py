@@ -478,8 +478,10 @@ TABLE_ROWS = 100
 
 
 def cell_kind(key: str) -> str | None:
-    if key in FRACTION_KEYS or key.endswith("_fraction"):
+    if key in FRACTION_KEYS or key.endswith("_fraction") or key.startswith(("mfu_", "goodput_")):
         return "fraction"
+    if key == "flops":  # a rung's FLOPs, beside its figures in FLOP
+        return "flops"
     for pattern, kind in CELL_KINDS:
         # rates and prices may carry a qualifier after the unit (usd_per_million_output_tokens)
         if key.endswith(pattern) or (kind in ("usd_per_million", "usd_per_hour", "per_s") and pattern in key):
@@ -492,8 +494,8 @@ def _cell(key: str, value: Any) -> str:
 
     if value is None:
         return ""
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
+    if isinstance(value, dict):  # one line per entry (a rung's figures): the page keeps the breaks
+        return "\n".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return f"[{len(value)} items]" if len(value) > 6 else ", ".join(_cell(key, v) for v in value)
     kind = cell_kind(key) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -516,15 +518,16 @@ def tables(report: Any) -> dict[str, dict]:
 
 def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_error: str | None,
                fmt_auto: Callable) -> dict:
+    shown_as_tables = tables(report)  # a list of records is a table below, not a dump in the figures
     return {
         "title": report.title,
         "report": json.loads(report.to_json(indent=None)),
         "report_json": report.to_json() + "\n",  # byte for byte what `--json` prints: Download JSON saves this
-        "rows": [[k, v] for k, v in report.rows()],
+        "rows": [[k, v] for k, v in report.rows() if k not in shown_as_tables],
         "derivation": [s.text() for s in report.steps],
         "assumptions": [{"name": a.name, "value": fmt_auto(a.value, a.unit), "basis": a.basis, "note": a.note}
                         for a in report.assumptions],
-        "tables": tables(report),
+        "tables": shown_as_tables,
         "charts": charts,
         "chart_error": chart_error,
         "cli": cli_command(name, {k: v for k, v in raw.items()}),

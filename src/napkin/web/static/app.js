@@ -283,7 +283,9 @@
     for (const [key, t] of Object.entries(view.tables || {})) {
       const table = el("table", {class: "records"});
       table.append(el("tr", {}, ...t.columns.map((c) => el("th", {text: c}))));
-      for (const row of t.rows) table.append(el("tr", {}, ...row.map((v) => el("td", {text: v}))));
+      for (const row of t.rows) {
+        table.append(el("tr", {}, ...row.map((v) => el("td", v.includes("\n") ? {class: "nested", text: v} : {text: v}))));
+      }
       const shown = t.total > t.rows.length ? `${t.rows.length} of ${t.total} rows` : `${t.total} rows`;
       tables.append(el("details", {class: "table", "data-table": key, open: t.total <= 12},
                        el("summary", {text: `${key} (${shown})`}), el("div", {class: "scroll"}, table)));
