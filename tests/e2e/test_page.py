@@ -167,3 +167,13 @@ def test_every_tab_draws_its_result_and_charts_and_is_photographed(page, server,
     page.go_back()  # the previous tab comes back from the URL
     expect(page.locator(f"#tab-{calcs[-2]['name']}")).to_have_attribute("aria-selected", "true")
     watch.assert_clean()
+
+
+def test_an_emptied_form_survives_a_reload(page, server, watch):
+    """Found in review: clearing optimal's only input and reloading brought the worked example back."""
+    page.goto(server + "?calc=optimal")
+    page.locator("#f-flops").fill("")
+    page.wait_for_function("() => location.search.includes('form=blank')")
+    page.reload()
+    expect(page.locator("#f-flops")).to_have_value("")
+    watch.assert_clean(allow=("status of 422",))

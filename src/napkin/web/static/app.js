@@ -60,20 +60,26 @@
     const given = {};
     let any = false;
     for (const [k, v] of params) {
-      if (k === "calc") continue;
+      if (k === "calc" || k === "form") continue;
       given[k] = v;
       any = true;
     }
-    state.values[name] = any ? given : exampleOf(name);
+    // no inputs opens the worked example; a form the user emptied says so (form=blank) and stays empty
+    state.values[name] = any || params.get("form") === "blank" ? given : exampleOf(name);
     select(name, false);
   }
 
   function toUrl(push) {
     const params = new URLSearchParams();
     params.set("calc", state.current);
+    let any = false;
     for (const [k, v] of Object.entries(state.values[state.current] || {})) {
-      if (v !== "" && v !== null && v !== undefined) params.set(k, v);
+      if (v !== "" && v !== null && v !== undefined) {
+        params.set(k, v);
+        any = true;
+      }
     }
+    if (!any) params.set("form", "blank");
     const url = `${location.pathname}?${params.toString()}`;
     if (push) history.pushState(null, "", url);
     else history.replaceState(null, "", url);
