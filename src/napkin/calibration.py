@@ -93,6 +93,12 @@ class Calibration(msgspec.Struct, kw_only=True):
         """``measured on <device>, <date>``: the note on every input taken from here."""
         return f"measured on {self.device}, {self.date}"
 
+    @property
+    def allreduce_setup(self) -> str:
+        """"over 8 ranks (nccl)", or what of it the file records."""
+        ranks = f"over {self.allreduce_ranks} ranks" if self.allreduce_ranks else "over an unrecorded number of ranks"
+        return ranks + (f" ({self.allreduce_backend})" if self.allreduce_backend else "")
+
     def allreduce_bus_at(self, size_bytes: float) -> tuple[str, float] | None:
         """(label, bus bandwidth) of the measured message size nearest ``size_bytes`` (by ratio).
 

@@ -530,7 +530,7 @@ def run_allreduce(req: AllreduceRequest) -> Report:
         label, one_way = hit
         r.set("link_bytes_per_s_per_direction", one_way, "bytes_per_s")
         r.assume("link_bytes_per_s_per_direction", one_way, f"{cal.label}: all-reduce bus bandwidth at {label} "
-                 f"over {cal.allreduce_ranks} ranks ({cal.allreduce_backend}); it includes that size's latency",
+                 f"{cal.allreduce_setup}; it includes that size's latency",
                  unit="bytes_per_s", basis="measured")
         if cal.allreduce_ranks and cal.allreduce_ranks != req.ranks:
             r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not "

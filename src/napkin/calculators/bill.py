@@ -170,6 +170,11 @@ def run_bill(req: BillRequest) -> Report:
         bill_request(r, req, p, today)
     if req.compare:
         compare_all(r, req, today)
+    unused = [(k, v) for k, v in (("gpu", req.gpu), ("serve_model", req.serve_model)) if v is not None]
+    if unused and not req.self_hosted:
+        for k, v in unused:  # still names that must exist: a typo is not silently ignored
+            (catalog.gpu if k == "gpu" else catalog.model)(v)
+        r.note(f"--{', --'.join(k.replace('_', '-') for k, _ in unused)} used only with --self-hosted: not used here")
     if req.self_hosted:
         if p is None:
             raise InputError("model", "nothing", "is required with --self-hosted", "name the API model to compare")

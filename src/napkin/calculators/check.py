@@ -280,6 +280,10 @@ def run_check(req: CheckRequest) -> Report:
     n = None
     if req.params is not None:
         n = req.params
+        if req.model is not None:  # still a name that must exist: a typo is not silently ignored
+            given = catalog.model(req.model)
+            r.note(f"--params {fmt(n, 'count')} replaces {given.name}'s {fmt(given.active_params, 'count')} "
+                   f"{'active ' if given.is_moe else ''}parameters")
     elif req.model is not None:
         m = catalog.model(req.model)
         n = m.active_params

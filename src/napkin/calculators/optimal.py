@@ -73,6 +73,9 @@ def _budget(r: Report, req: OptimalRequest, planned_flops: float | None) -> floa
     if req.flops is not None and req.gpus is not None:
         raise InputError("gpus", req.gpus, "conflicts with --flops", "give the budget one way")
     if req.flops is not None:
+        if req.gpu is not None:  # a name that must exist, though only GPUs × days uses it
+            r.note(f"--gpu {catalog.gpu(req.gpu).key} is not used: it sizes a GPUs × days budget, and --flops "
+                   "gives the budget")
         return r.set("train_flops", req.flops, "flops")
     if req.gpus is not None:
         g = catalog.gpu(req.gpu or DEFAULT_GPU)

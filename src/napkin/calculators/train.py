@@ -371,6 +371,9 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> 
     if req.mfu is not None:
         r.assume("mfu", req.mfu, "as given", unit="fraction", basis="given")
         if req.calibration:
+            from napkin import calibration
+
+            calibration.load(req.calibration)  # still read: a missing or broken file is an error, not ignored
             r.note("--mfu given: it overrides the calibration's training MFU")
         mfu = req.mfu
     elif req.calibration:
