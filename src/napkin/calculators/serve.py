@@ -197,8 +197,8 @@ def measured_link(req: ServeRequest, m: ModelSpec, tp: int, link: float, r: Repo
         r.note("the calibration has no all-reduce figures; the TP link stays the catalog's")
         return link
     label, bus = hit
-    r.assume("link_bytes_per_s_per_direction", bus, f"{cal.label}: all-reduce bus bandwidth at {label} over "
-             f"{cal.allreduce_ranks} ranks ({cal.allreduce_backend}), nearest a decode all-reduce of "
+    r.assume("link_bytes_per_s_per_direction", bus, f"{cal.label}: all-reduce bus bandwidth at {label} "
+             f"{cal.allreduce_setup}, nearest a decode all-reduce of "
              f"{_fmt(message, 'bytes')}; it includes that size's latency", unit="bytes_per_s", basis="measured")
     if cal.allreduce_ranks and cal.allreduce_ranks != tp:
         r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not the "
@@ -251,6 +251,8 @@ def efficiencies(req: ServeRequest, g: Accelerator, cp: str, r: Report) -> tuple
             r.note("the calibration has no bandwidth fraction; decode bandwidth efficiency stays assumed")
         if mfu_basis != "measured" and req.mfu is None:
             r.note(f"the calibration has no {cp} matmul fraction; prefill MFU stays assumed")
+        if req.mfu is not None and req.bandwidth_efficiency is not None:
+            r.note("--mfu and --bandwidth-efficiency given: they override the calibration's fractions")
     if mfu is None:
         mfu, mfu_basis = DEFAULT_MFU, "assumed"
         mfu_note = "typical of tuned prefill kernels; measure with `napkin measure` (--calibration)"
