@@ -6,6 +6,8 @@ from pathlib import Path
 
 from napkin.errors import InputError
 
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # the Vega-Lite of vl-convert and of the page's bundle
+
 
 def chart_bytes(spec: dict, path: str, field: str = "chart", *, scale: float = 1.0) -> bytes | str:
     """SVG text or PNG bytes of a Vega-Lite spec, by ``path``'s extension (.svg or .png).

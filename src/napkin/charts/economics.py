@@ -12,7 +12,7 @@ from typing import Any
 from napkin.charts import write_chart  # noqa: F401  (re-exported for callers)
 from napkin.units import TERA, format as fmt
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+from napkin.charts import SCHEMA  # noqa: E402
 
 
 def _results(report: Any) -> dict:

@@ -6,7 +6,7 @@ from typing import Any
 
 from napkin import units
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+from napkin.charts import SCHEMA  # noqa: E402
 
 LADDER = [
     ("mac_flops", "one multiply-accumulate"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from napkin.charts import SCHEMA
+
 from typing import Any
 
 
@@ -29,6 +31,6 @@ def per_day_chart(days: list[dict[str, Any]], planned: float | None, *, alert: f
                            "mark": {"type": "rule", "strokeDash": dash, "color": "#333"},
                            "encoding": {"y": {"field": "y", "type": "quantitative"},
                                         "tooltip": [{"field": "label"}, {"field": "y", "format": ".4f"}]}})
-    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+    return {"$schema": SCHEMA,
             "title": "Realised cost per day" + (" against plan" if planned is not None else ""),
             "width": 480, "height": 240, "data": {"values": values}, "layer": layers}

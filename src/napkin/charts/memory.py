@@ -11,7 +11,7 @@ from typing import Any
 
 from napkin.units import GIGA
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+from napkin.charts import SCHEMA  # noqa: E402
 
 # segment -> (legend label, colour); the order is the stacking order
 SEGMENTS = {

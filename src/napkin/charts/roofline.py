@@ -12,7 +12,7 @@ from typing import Any
 
 from napkin.units import TERA
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+from napkin.charts import SCHEMA  # noqa: E402
 
 
 def _results(report: Any) -> dict:

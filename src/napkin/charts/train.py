@@ -10,7 +10,7 @@ from typing import Any
 
 from napkin.charts import write_chart  # noqa: F401  (re-exported for callers)
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+from napkin.charts import SCHEMA  # noqa: E402
 FINAL_RUN = "final run"
 
 
