@@ -196,7 +196,7 @@ def test_plan_drift_alerts(tmp_path):
 def test_errors_name_what_is_missing(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(InputError, match="has no header line and no records"):
+    with pytest.raises(InputError, match="log is empty; got "):
         calculate("ledger", {"logs": [str(empty)], "price": "1/h", "format": "csv"})
     header = tmp_path / "header.csv"
     header.write_text("step,t_wall,gpus_allocated,tokens\n")

@@ -85,9 +85,13 @@ def read_options(req: LedgerRequest) -> Any:
     if req.start_step is not None and req.start is None:
         raise InputError("start_step", req.start_step, "places the step at --start, which is not given",
                          "give --start and --end too (logs without a wall clock per step)")
+    start, end = parse_time("start", req.start), parse_time("end", req.end)
+    if start is not None and end is not None and end <= start:
+        raise InputError("end", req.end, f"must be after --start ({req.start})",
+                         "give the run's end time after its start")
     return ReadOptions(format=req.format, mapping=dict(req.map), tokens_per_step=req.tokens_per_step,
-                       gpus=req.gpus, seq_len=req.seq_len, start=parse_time("start", req.start),
-                       end=parse_time("end", req.end), start_step=req.start_step,
+                       gpus=req.gpus, seq_len=req.seq_len, start=start,
+                       end=end, start_step=req.start_step,
                        tokens_cumulative=req.tokens_cumulative)
 
 

@@ -5,10 +5,18 @@ next refresh, never an error; so is a whole-file log caught half-written, such a
 trainer_state.json being rewritten) and recomputes the report, vectorised. A refresh
 prints one status line when the log has grown, an ``ALERT`` line when the latest day's
 realised $/M crosses ``plan · (1 + alert)``, and an ``ok`` line when it comes back.
+
+A restart that overwrites the log (``python train.py > train.log``) would silently drop
+the cost read so far. So a log found replaced (a line log smaller than at the last read,
+another file at the path, or its start changed; any log whose first record changed) keeps
+the records read before as an earlier part of the run, joined as separate restart logs
+are, and a ``restart:`` line and a report note say so. Records the old file gained after
+the last refresh were never read and are not in the cost (the line says when it was read).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import time
@@ -16,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from napkin import units
+from napkin.errors import InputError
 from napkin.ledger.readers import Unparseable
 from napkin.ledger.records import NotEnoughRecords
 
 LINE_FORMATS = ("csv", "jsonl", "megatron", "torchtitan", "lightning")
+HEAD_BYTES = 4096  # the start of a line log, which appending never changes
 
 
 @dataclass
@@ -40,6 +50,10 @@ class Watcher:
         self.fmt: str | None = None
         self.report: Any | None = None
         self.last_waiting: str | None = None
+        self.last_read: Any | None = None  # the log as last read (the current part of the run)
+        self.earlier: list[Any] = []  # parts read before the log was overwritten by a restart
+        self.seen: tuple[int, int, bytes] | None = None  # (size, inode, head) of the last read line log
+        self.restart_lines: list[str] = []  # said with the next update
 
     def _content(self) -> bytes | None:
         with open(self.path, "rb") as fh:
@@ -58,10 +72,16 @@ class Watcher:
             st = os.stat(self.path)
         except FileNotFoundError:
             return self._wait(f"{self.path} does not exist yet")
-        sig = (st.st_size, st.st_mtime)
+        sig = (st.st_size, st.st_mtime, st.st_ino)
         if sig == self.signature:
             return None
         self.signature = sig
+        if self.seen is not None and self.fmt in LINE_FORMATS:
+            size, ino, _ = self.seen
+            if st.st_size < size:
+                self._restarted(f"it shrank from {size:,} to {st.st_size:,} bytes")
+            elif st.st_ino != ino:
+                self._restarted("another file is at its path")
         if st.st_size == 0:
             return self._wait(f"{self.path} is empty")
         opts = read_options(self.req)
@@ -70,21 +90,65 @@ class Watcher:
         opts.format = self.fmt
         try:
             data = self._content() if self.fmt not in ("parquet", "tensorboard") else None
+            if data is not None and self.seen is not None and self.fmt in LINE_FORMATS:
+                head = self.seen[2]
+                if data[:len(head)] != head:
+                    self._restarted("its first lines changed")
             if data is not None and not data:
                 return self._wait(f"{self.path} has no complete line yet")
             read = read_log(self.path, opts, content=data, name=self.path) if data is not None else \
                 read_log(self.path, opts)
-            report = build_report(self.req, [read], combine([read]))
+            if self.last_read is not None and _first(read) != _first(self.last_read):
+                self._restarted("its first record changed")
+            reads = [*self.earlier, read]
+            try:
+                report = build_report(self.req, reads, combine(reads))
+            except NotEnoughRecords:
+                raise
+            except InputError as exc:
+                if not self.earlier:
+                    raise
+                # the parts do not join (their times overlap): say so loudly, report the log as it is now
+                report = build_report(self.req, [read], combine([read]))
+                self.restart_lines.append(f"WARNING: the earlier part(s) of the run cannot be joined to {self.path} "
+                                          f"({exc}): reporting the file as it is now, without their cost")
+                self.earlier = []
         except NotEnoughRecords as exc:
             return self._wait(str(exc))
         except Unparseable as exc:  # a whole file (trainer_state.json) caught while being rewritten
             self.signature = None  # read it again next time even if it has not changed since
             return self._wait(f"{exc} (not complete yet? trying again)")
+        if data is not None:
+            self.seen = (len(data), st.st_ino, data[:HEAD_BYTES])
+        self.last_read = read
+        if self.earlier:
+            report.note(f"{self.path} was overwritten by {len(self.earlier)} restart(s): the records read before "
+                        "each are kept as an earlier part of the run (records written after the last refresh "
+                        "before it were not read)")
         self.report = report
         self.last_waiting = None
-        return Update(report, self._lines(report))
+        lines, self.restart_lines = [*self.restart_lines, *self._lines(report)], []
+        return Update(report, lines)
+
+    def _restarted(self, why: str) -> None:
+        """The log was replaced: keep what was read of it as an earlier part of the run."""
+        self.seen = None
+        prev, self.last_read = self.last_read, None
+        if prev is None or prev.frame is None or prev.frame.height == 0:
+            return
+        k = len(self.earlier) + 1
+        f = prev.frame
+        self.earlier.append(dataclasses.replace(prev, path=f"{self.path} (part {k}, overwritten)"))
+        cost = "" if self.report is None else f"; {units.fmt_auto(self.report['realised_usd'], 'usd')} so far"
+        self.restart_lines.append(
+            f"restart: {self.path} was overwritten ({why}): the {f.height:,} records read before (steps "
+            f"{int(f['step'][0]):,} to {int(f['step'][-1]):,}{cost}) are kept as part {k} of the run")
 
     def _wait(self, why: str) -> Update | None:
+        if self.restart_lines:
+            lines, self.restart_lines = [*self.restart_lines, f"waiting: {why}"], []
+            self.last_waiting = why
+            return Update(None, lines, waiting=why)
         if why == self.last_waiting:
             return None
         self.last_waiting = why
@@ -136,3 +200,11 @@ def watch(path: str, req: Any, *, interval_s: float = 10.0, max_refreshes: int |
         if max_refreshes is not None and n >= max_refreshes:
             return w
         sleep(interval_s)
+
+
+def _first(read: Any) -> tuple[float, float] | None:
+    """The (step, t_wall) of a read's first record: appending to a log never changes it."""
+    f = read.frame
+    if f is None or f.height == 0:
+        return None
+    return (float(f["step"][0]), float(f["t_wall"][0]))

@@ -93,6 +93,8 @@ def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | Non
         if os.path.isdir(path):
             path = _resolve_dir(path, opts.format)
             label = path
+    if not os.path.isdir(path) or content is not None:
+        _check_not_empty(label, path, content)
     fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name)
     from napkin.ledger.readers import hf, lightning, megatron, table, tensorboard, torchtitan
 
@@ -109,6 +111,32 @@ def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | Non
     return out
 
 
+def _check_not_empty(label: str, path: str, content: bytes | None) -> None:
+    """An empty log (or one of blank lines) says so, whatever its format."""
+    if content is None:
+        if os.path.getsize(path) > SNIFF_BYTES:
+            return
+        with open(path, "rb") as fh:
+            content = fh.read()
+    if not content.strip():
+        from napkin.ledger.records import NotEnoughRecords
+
+        raise NotEnoughRecords("log", label, "is empty" if not content else "is empty (blank lines only)",
+                               "give a log with step records; `napkin ledger watch` waits for a run still "
+                               "starting")
+
+
+def check_delimiter(label: str, first_line: str) -> None:
+    """A header split by ';' or tabs, not commas: say so (it would read as one column)."""
+    if "," in first_line:
+        return
+    for sep, said in ((";", "';'"), ("\t", "a tab")):
+        if len(first_line.split(sep)) > 1:
+            raise InputError("delimiter", first_line.strip()[:80].replace("\t", "\\t"), f"is {said} in {label}, not a comma",
+                             "write the log comma-separated: tr " + ("';' ','" if sep == ";" else "'\\t' ','")
+                             + f" < {label} > steps.csv")
+
+
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
@@ -121,7 +149,14 @@ def _resolve_dir(path: str, fmt: str) -> str:
             return os.path.join(path, fname)
     events = sorted(f for f in os.listdir(path) if "tfevents" in f)
     if events:
+        if fmt not in ("auto", "tensorboard"):
+            raise InputError("format", fmt, f"cannot read {path}, a folder of TensorBoard event files",
+                             "give --format tensorboard, or auto")
         return path
+    if fmt not in ("auto", "hf", "lightning") and any(os.path.exists(os.path.join(path, f))
+                                                       for f in ("trainer_state.json", "metrics.csv")):
+        raise InputError("format", fmt, f"cannot read the folder {path}",
+                         "give the log file inside it, or --format auto")
     raise InputError("log", path, "is a folder with no trainer_state.json, metrics.csv or TensorBoard event file",
                      "give the log file itself")
 
@@ -164,6 +199,7 @@ def sniff(path: str, content: bytes | None = None, name: str | None = None) -> t
             return fmt, why
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = lines[0] if lines else ""
+    check_delimiter(os.path.basename(name or path) if content is not None else path, first)
     cols = [c.strip().strip('"') for c in first.split(",")]
     if "step" in cols and "epoch" in cols and "t_wall" not in cols:
         return "lightning", "a CSV header with epoch and step (Lightning CSVLogger metrics.csv)"

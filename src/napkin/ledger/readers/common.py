@@ -36,6 +36,7 @@ def rename(df: Any, opts: ReadOptions) -> Any:
     return df.rename(renames)
 
 
+COMMA_FRACTION_RX = r"(\d\d:\d\d:\d\d),(\d+)"
 DATE_ONLY_RX = r"^\d{4}-\d\d-\d\d$"
 DAY_CLOCK = "dates without a time of day: a 1-day resolution"
 
@@ -49,7 +50,8 @@ def time_to_seconds(df: Any, out: LogRead) -> Any:
         return df
     dtype = df.schema["t_wall"]
     if dtype == pl.String:
-        text = df["t_wall"].str.strip_chars()
+        # Python logging's asctime writes the fraction after a comma ("2025-03-09 22:00:00,123")
+        text = df["t_wall"].str.strip_chars().str.replace(COMMA_FRACTION_RX, "${1}.${2}")
         as_num = text.cast(pl.Float64, strict=False)
         given = df["t_wall"].drop_nulls()
         n_num = as_num.drop_nulls().len()
@@ -224,7 +226,8 @@ def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) 
                          "log with napkin's callback (napkin.ledger.callbacks), which writes the wall clock, "
                          "or give --start and --end of the run")
     if opts.end <= opts.start:
-        raise InputError("end", opts.end, "must be after --start")
+        raise InputError("end", _iso(opts.end), f"must be after --start ({_iso(opts.start)})",
+                         "give the run's end time after its start")
     origin = 0 if opts.start_step is None else int(opts.start_step)
     step = df["step"].cast(pl.Float64)
     first = step.drop_nulls().min() if step.drop_nulls().len() else None
@@ -251,3 +254,10 @@ def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) 
                          "--end by steps run, so paid time is exact but the per-day split and restart downtime "
                          "are estimates"))
     return df
+
+
+def _iso(t: float) -> str:
+    """Unix seconds as an ISO time in UTC (as --start/--end are given)."""
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(t, _dt.UTC).isoformat().replace("+00:00", "Z")

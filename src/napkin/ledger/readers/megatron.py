@@ -12,6 +12,8 @@ iteration N | lm loss value: ...``) are not training steps: counted in a note, n
 
 from __future__ import annotations
 
+from typing import Any
+
 from napkin.errors import InputError
 from napkin.ledger.readers import LogRead, ReadOptions
 from napkin.ledger.readers.common import finish
@@ -89,12 +91,42 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         if opts.seq_len is None:
             raise InputError("seq_len", "nothing", "is required for Megatron-LM logs (the lines carry no "
                              "sequence length)", "give --seq-len 4096, or --tokens-per-step")
-        parts = parts.with_columns((pl.col("global_batch_size") * opts.seq_len).alias("tokens"))
+        parsed = parts.filter(pl.col("it").is_not_null())
+        if parsed.height and parsed["global_batch_size"].null_count() == parsed.height:
+            parts = _tokens_from_consumed(parts, opts, out, label)
+        else:
+            parts = parts.with_columns((pl.col("global_batch_size") * opts.seq_len).alias("tokens"))
+            out.notes.append(f"tokens per step = global batch size · seq_len ({opts.seq_len:g})")
         out.tokens_derived = True  # a batch-size ramp rises record after record: not a cumulative count
-        out.notes.append(f"tokens per step = global batch size · seq_len ({opts.seq_len:g})")
     if opts.gpus is None:
         raise InputError("gpus", "nothing", "is required for Megatron-LM logs (the lines carry no GPU count)",
                          "give --gpus K (GPUs allocated)")
     parts = parts.drop(["raw", "it", "total", "rest", "ts"])
     return finish(parts, opts, out)
 
+
+
+def _tokens_from_consumed(parts: Any, opts: ReadOptions, out: LogRead, label: str) -> Any:
+    """Lines without 'global batch size': samples per step from the cumulative 'consumed samples'
+    (its change over the change in iteration between lines; the first line, consumed / iteration),
+    times --seq-len. Neither field: an error that names them and gives the fix."""
+    import polars as pl
+
+    good = parts.filter(pl.col("_malformed").is_null() & pl.col("consumed_samples").is_not_null())
+    if good.height == 0:
+        raise InputError("global_batch_size", label, "is not in the Megatron-LM iteration lines (nor 'consumed "
+                         "samples'), so tokens per step are unknown",
+                         "give --tokens-per-step T, the global batch × the sequence length")
+    ds, dc = good["step"].diff(), good["consumed_samples"].diff()
+    per = (dc / ds).to_list()
+    if per:
+        per[0] = good["consumed_samples"][0] / good["step"][0] if good["step"][0] else None
+    per = [p if p is not None and p > 0 and p == p else None for p in per]
+    samples = pl.Series("samples", per, dtype=pl.Float64).forward_fill().backward_fill()
+    parts = parts.join(good.select("line").with_columns((samples * opts.seq_len).alias("tokens")), on="line",
+                       how="left")
+    out.warnings.append(("tokens-from-consumed-samples",
+                         f"the lines have no 'global batch size': tokens per step = the change in 'consumed "
+                         f"samples' per iteration · seq_len ({opts.seq_len:g}); give --tokens-per-step for exact "
+                         "figures"))
+    return parts

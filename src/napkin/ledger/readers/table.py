@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from napkin.errors import InputError
-from napkin.ledger.readers import FIELDS, LogRead, ReadOptions, Unparseable
+from napkin.ledger.readers import FIELDS, LogRead, ReadOptions, Unparseable, check_delimiter
 from napkin.ledger.readers.common import finish, rename, time_to_seconds
 
 NUMERIC = ("step", "gpus_allocated", "tokens")
@@ -78,6 +78,8 @@ def read_csv_frame(data: bytes, opts: ReadOptions, out: LogRead) -> Any:
     import polars as pl
 
     head_at, body_at, header_line, names = _header(data)
+    if len(names) == 1:
+        check_delimiter(out.path, data[head_at:body_at].decode("utf-8", errors="replace"))
     names = [n or f"column_{i + 1}" for i, n in enumerate(names)]  # a header ending in a comma
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})

@@ -7,9 +7,18 @@ stripped). ``tps`` is tokens per second per GPU. Wall time comes from the loggin
 prefix's timestamp. Tokens per step: ``--tokens-per-step`` (global batch · sequence
 length), or estimated as tps · GPUs · seconds / steps between lines, with a warning.
 Validation lines (``validate step:``) are not training steps.
+
+torchtitan prints its step line on every rank: through torchrun each copy carries a
+``[rankN]:`` prefix (``[defaultN]:`` in older torchrun), and a multi-node log without the
+prefix holds one copy per node a few ms apart. Read as records, every copy after the first
+would be a step back (a fake rollback) and its tokens counted again, so only the lowest
+rank's lines are kept, and a line repeating the step of the line before within
+``SAME_STEP_S`` seconds is a copy, not a record; the report says how many were dropped.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from napkin.errors import InputError
 from napkin.ledger.readers import LogRead, ReadOptions
@@ -17,6 +26,8 @@ from napkin.ledger.readers.common import finish
 from napkin.units import MILLION
 
 ANSI = r"\x1b\[[0-9;]*m"
+RANK = r"^\s*\[(?:rank|default)(\d+)\]:"  # torchrun's per-rank prefix (--tee / --local-ranks-filter)
+SAME_STEP_S = 1.0  # one rank's copy of a step line a few ms after another's (one copy per node)
 STEP = r"(?:^|\s)step:\s*(\d+)\s"
 TS = r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
 NUM = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
@@ -47,6 +58,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
     df = df.with_columns(
         pl.col("raw").str.extract(STEP, 1).cast(pl.Float64, strict=False).alias("step"),
         pl.col("raw").str.extract(TS, 1).alias("ts"),
+        pl.col("raw").str.extract(RANK, 1).cast(pl.Int64, strict=False).alias("_rank"),
         *[pl.col("raw").str.extract(rx, 1).str.replace_all(",", "").cast(pl.Float64, strict=False).alias(name)
           for name, rx in FIELDS.items()],
     )
@@ -56,6 +68,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
                          "keep the logging prefix with its time ('[titan] 2025-01-01 10:00:00,000 - ...')")
     ts = df["ts"].str.replace(",", ".").str.to_datetime(strict=False, time_unit="us")
     df = df.with_columns((ts.dt.replace_time_zone("UTC").dt.epoch("us").cast(pl.Float64) / MILLION).alias("t_wall"))
+    df = _one_rank(df, out)
     df = df.with_columns(pl.when(pl.col("loss").is_null()).then(pl.lit("a step line without a readable loss"))
                          .otherwise(None).alias("_malformed")).drop(["raw", "ts"])
     out.notes.append("wall time from each line's timestamp (read as UTC)")
@@ -78,3 +91,26 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
                              "(median over lines); give --tokens-per-step (global batch × sequence length) "
                              "for exact figures"))
     return finish(df, opts, out)
+
+
+def _one_rank(df: Any, out: LogRead) -> Any:
+    """The lowest rank's step lines only (``[rankN]:`` prefixes), then each run of copies of one
+    step within SAME_STEP_S seconds (one per node, no prefix) collapsed to its first line."""
+    import polars as pl
+
+    ranks = df["_rank"].drop_nulls().unique().sort()
+    if ranks.len() > 1:
+        keep = int(ranks[0])
+        n_before = df.height
+        df = df.filter(pl.col("_rank").is_null() | (pl.col("_rank") == keep))
+        out.notes.append(f"the log has the step lines of {ranks.len()} ranks ([rankN]: prefixes): rank {keep}'s "
+                         f"are the records ({n_before - df.height} lines of the other ranks are copies, not read)")
+    df = df.drop("_rank")
+    same = ((pl.col("step") == pl.col("step").shift(1)) & (pl.col("t_wall") - pl.col("t_wall").shift(1)).abs()
+            .le(SAME_STEP_S)).fill_null(False)
+    copies = int(df.select(same.sum()).item())
+    if copies:
+        df = df.filter(~same)
+        out.notes.append(f"{copies} step line(s) repeat the step of the line before within {SAME_STEP_S:g} s "
+                         "(one copy per node or rank): read once")
+    return df
