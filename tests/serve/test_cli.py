@@ -358,3 +358,21 @@ def test_a_bad_waterfall_step_names_the_waterfall_not_the_base_input(run_cli, st
     """Found in review: `batch=abc` in the waterfall turned the page's batch input red."""
     r = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--waterfall", step, code=1)
     assert r.stderr == message
+
+
+def test_a_waterfall_tp_step_keeps_the_replicas_given_gpus(run_cli):
+    """Found in review: tp=8 on a `--gpus 2` replica quietly made it 8 GPUs, while `serve --gpus 2 --tp 8` is an
+    error. A step obeys the base command's rules: given --gpus stay, so the step is refused the same way."""
+    base = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--tp", "8", code=1)
+    assert base.stderr == ("error: tp exceeds the GPUs of the replica (2); got 8 "
+                           "(use --tp at most 2, or raise --gpus to 8)\n")
+    step = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--waterfall", "tp=8", code=1)
+    assert step.stderr == ("error: waterfall has a step whose tp exceeds the GPUs of the replica (2); got tp=8 "
+                           "(use tp at most 2, or put gpus=8 before it)\n")
+    d = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--waterfall",
+                           "tp=1,gpus=8,tp=8", "--json").stdout)
+    assert [(row["step"], row["gpus"]) for row in d["waterfall"]] == [
+        ("baseline", 2), ("tp=1", 2), ("gpus=8", 8), ("tp=8", 8)]  # tp=1 on 2 given GPUs: 2 pipeline stages
+    d = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--waterfall", "tp=4",
+                           "--json").stdout)
+    assert [row["gpus"] for row in d["waterfall"]] == [2, 4]  # only --tp given: the GPUs follow the TP degree

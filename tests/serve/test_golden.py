@@ -162,3 +162,52 @@ def test_the_receipt():
     r = calculate("bill", input=i["input_tokens"], output=i["output_tokens"],
                   input_price=i["usd_per_million_input"], output_price=i["usd_per_million_output"])
     assert r["usd"] == approx(ex.expected["usd"], ex.rel_tol)
+
+
+# ------------------------------------------------------------------ sliding-window attention
+def test_mistral_7b_sliding_window_attention_flops():
+    """Mistral 7B v0.1: every one of its 32 layers attends to at most the last W = 4096 tokens (Jiang et al. 2023,
+    Mistral 7B, arXiv:2310.06825, section 2 "Sliding Window Attention"), d_attn = 32 heads x 128 = 4096.
+
+    By hand (the reviewer's figures): prefill attention = 4 · L_w · d · Σ_{i≤T} min(i, W)
+    = 4 · 32 · 4096 · (32000 · 4096 − 4096²/2) = 64.32 TFLOP (the full causal square gave 268.4);
+    TTFT = (2 · 7.2417e9 · 32000 + 64.32e12) / (989.5 TFLOP/s · 0.4) = 1.333 s (was 1.849 s);
+    decode FLOPs/token at ctx = 32000 + 768/2 = 32384: 2N + 4 · 32 · 4096 · 4096 = 16.63 GFLOP (was 31.46);
+    attention adds 64.32 / 463.5 = 14% to the 2N prefill (was 58%).
+    """
+    r = serve(model="mistral-7b", gpu="h100-sxm", prompt=32000, output=768, batch=8)
+    assert r["prefill_attention_flops"] == pytest.approx(4 * 32 * 4096 * (32000 * 4096 - 4096**2 / 2), rel=1e-12)
+    assert r["prefill_attention_flops"] == pytest.approx(64.32e12, rel=1e-3)
+    assert r["ttft_s"] == pytest.approx(1.333, rel=1e-3)
+    assert r["decode_flops_per_token"] == pytest.approx(2 * 7_241_732_096 + 4 * 32 * 4096 * 4096, rel=1e-12)
+    assert r["decode_flops_per_token"] == pytest.approx(16.63e9, rel=1e-3)
+    share = next(w.message for w in r.warnings if w.code == "long-context")
+    assert "attention adds 14% to the 2N prefill" in share
+    step = next(s for s in r.steps if s.name == "prefill_attention_flops")
+    assert "L_w · Σ min(i, W)" in step.formula
+
+
+def test_gemma_2_window_caps_only_its_sliding_layers():
+    """Gemma 2 9B: 21 of its 42 layers are local (W = 4096), the other 21 global (Gemma Team 2024, Gemma 2,
+    arXiv:2408.00118, section 2), d_attn = 16 heads x 256 = 4096. At T = 8192:
+    global 21 · 8192²/2 + local 21 · (8192 · 4096 − 4096²/2) pairs, each 4 · 4096 FLOPs."""
+    r = serve(model="gemma-2-9b", gpu="h100-sxm", prompt=8192, output=1)
+    pairs = 21 * 8192**2 / 2 + 21 * (8192 * 4096 - 4096**2 / 2)
+    assert r["prefill_attention_flops"] == pytest.approx(4 * 4096 * pairs, rel=1e-12)
+    ctx = 8192 + 0.5
+    assert r["decode_flops_per_token"] == pytest.approx(
+        2 * r["prefill_linear_flops"] / (2 * 8192) + 4 * 4096 * (21 * ctx + 21 * 4096), rel=1e-12)
+
+
+def test_plan_serve_counts_the_window_as_serve_does():
+    """The planner's grid uses the same windowed attention: its TTFT for a Mistral cell is serve's 1.333 s."""
+    from napkin.plan.serve import PlanServeRequest, evaluate_grid
+    from napkin.request import parse_request
+
+    req = parse_request(PlanServeRequest, {"model": "mistral-7b", "rate": "1/s", "gpu": "h100-sxm", "batch": "8",
+                                           "prompt": "32000", "output": "768", "max_gpus": 1})
+    a = evaluate_grid(req)["arrays"]
+    r = serve(model="mistral-7b", gpu="h100-sxm", prompt=32000, output=768, batch=8)
+    assert a["ttft_s"][0, 0, 0, 0] == pytest.approx(1.333, rel=1e-3)
+    assert a["ttft_s"][0, 0, 0, 0] == pytest.approx(r["ttft_s"], rel=1e-12)
+    assert a["tpot_s"][0, 0, 0, 0] == pytest.approx(r["decode_step_s"], rel=1e-12)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
+from napkin.errors import InputError
 from napkin.plan.serve import pareto_front
 
 
@@ -55,8 +57,48 @@ def test_nothing_fits():
 def test_missing_price_falls_back_to_the_dated_catalog_price():
     r = plan(gpu="h100-sxm")
     a = {x.name: x for x in r.assumptions}
-    assert a["price[h100-sxm]"].basis == "catalog"
+    assert a["price[h100-sxm]"].basis == "reference"  # a stand-in for the user's price: listed under assumed:
     assert r["ranking"][0]["usd_per_million_output_tokens"] is not None
+
+
+def test_a_catalog_price_for_one_part_is_listed_beside_a_given_price_for_another():
+    """Found in review: with --price for the H100 only, the H200 rows used the catalog's $4/h, shown only in --json."""
+    r = plan(model="llama-3.1-8b", rate="5/s", gpu="h100-sxm,h200", price="h100-sxm=2.50")
+    a = {x.name: x for x in r.assumptions}
+    assert "price[h100-sxm]" not in a
+    assert a["price[h200]"].basis == "reference"
+    assert a["price[h200]"].value == 4.0  # catalog/prices.toml gpu_hour.h200
+    assert "assumed: price[h200] = $4/h;" in r.text()
+
+
+@pytest.mark.parametrize("price,message", [
+    ("mi300=2", "price is for the Instinct MI300X, which is not among the GPUs searched (h100-sxm); got mi300=2 "
+                "(add mi300x to --gpu or drop its price)"),
+    ("h100-sxm=2.5,h100=3", "price has the H100 SXM twice (also as h100-sxm=2.5); got h100=3 "
+                            "(give one price for h100-sxm)"),
+])
+def test_an_unused_or_repeated_price_is_an_error(price, message):
+    """Found in review: a price for a GPU not searched was ignored, and one part priced twice via an alias
+    took the last price, both silently."""
+    with pytest.raises(InputError) as e:
+        plan(model="llama-3.1-8b", rate="5/s", gpu="h100-sxm", price=price)
+    assert str(e.value) == message
+
+
+def test_an_unused_price_is_an_error_on_an_executor_too():
+    with pytest.raises(InputError, match="price is for the Instinct MI300X"):
+        plan(model="llama-3.1-8b", rate="5/s", gpu="h100-sxm", price="mi300=2", executor="local", workers=1)
+    r = plan(model="llama-3.1-8b", rate="5/s", gpu="h100-sxm,h200", price="h200=3", executor="local", workers=1)
+    assert {x.name: x.basis for x in r.assumptions}["price[h100-sxm]"] == "reference"
+    assert {row["gpu"] for row in r["ranking"]} <= {"h100-sxm", "h200"}
+
+
+def test_no_config_meets_slo_formats_its_durations():
+    """Found in review: "fastest TTFT 1.85e+03 ms"."""
+    r = plan(model="llama-3.1-70b", rate="1/s", gpu="h100-sxm", prompt="100k", ttft="100ms")
+    w = next(w for w in r.warnings if w.code == "no-config-meets-slo")
+    assert re.fullmatch(r"nothing meets TTFT <= 100 ms and TPOT <= 50 ms; the fastest TPOT that fits is "
+                        r"[0-9.]+ ms and the fastest TTFT [0-9.]+ s", w.message), w.message
 
 
 def test_simplifications_are_stated():

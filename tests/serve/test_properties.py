@@ -135,3 +135,53 @@ def test_tp_link_leaves_the_scale_up_domain_at_the_scale_out_bandwidth():
     assert sv.tp_link_bytes_per_s(2, scale_up_domain=1, link_bytes_per_s_per_direction=32e9) == 32e9
     assert sv.tp_link_bytes_per_s(16, scale_up_domain=8, link_bytes_per_s_per_direction=450e9,
                                   scale_out_bytes_per_s_per_gpu=100e9) == 100e9
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=st.integers(1, 128), lw_share=st.floats(0, 1), d=st.sampled_from([1024.0, 4096.0, 16384.0]),
+       T=st.integers(1, 200_000), P=st.integers(0, 200_000), extra=st.integers(0, 100_000),
+       causal=st.booleans(), n_active=st.floats(1e8, 1e12))
+def test_a_window_at_least_the_context_gives_exactly_the_full_attention_figures(L, lw_share, d, T, P, extra, causal,
+                                                                                  n_active):
+    """W ≥ P + T (and W ≥ ctx): the sliding-window formulas return exactly (==) the full-attention ones,
+    4 · L · d · T · (P + T/2) and 2N + 4 · L · d · ctx; and a smaller window never adds FLOPs."""
+    Lw = round(L * lw_share)
+    W = P + T + extra
+    full = 4.0 * L * d * T * (P + (0.5 if causal else 1.0) * T)
+    got = sv.prefill_attention_flops(L, d_attn=d, new_tokens=T, cached_tokens=P, causal=causal, window_tokens=W,
+                                     window_layers=Lw)
+    assert got == full
+    assert sv.prefill_attention_flops(L, d_attn=d, new_tokens=T, cached_tokens=P, causal=causal) == full
+    ctx = P + T
+    assert sv.decode_flops_per_token(n_active, n_layers=L, d_attn=d, context_tokens=ctx, window_tokens=W,
+                                     window_layers=Lw) == 2.0 * n_active + 4.0 * L * d * ctx
+    small = max(W - extra - T // 2 - 1, 1)  # a window inside the context
+    assert 0.0 <= sv.prefill_attention_flops(L, d_attn=d, new_tokens=T, cached_tokens=P, causal=causal,
+                                             window_tokens=small, window_layers=Lw) <= full
+    assert sv.decode_flops_per_token(n_active, n_layers=L, d_attn=d, context_tokens=ctx, window_tokens=small,
+                                     window_layers=Lw) <= 2.0 * n_active + 4.0 * L * d * ctx
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(1, 50_000), P=st.integers(0, 50_000), W=st.integers(1, 60_000))
+def test_windowed_causal_prefill_is_the_sum_of_min_i_w(T, P, W):
+    """Σ_{i=P+1..P+T} min(i, W) by brute force matches the closed form to within the T/2 of the continuous
+    T · (P + T/2) convention (the sum counts each token's own key: +T/2 at most)."""
+    i = np.arange(P + 1, P + T + 1, dtype=float)
+    exact = float(np.minimum(i, W).sum())
+    got = sv.prefill_attention_flops(1, d_attn=0.25, new_tokens=T, cached_tokens=P, window_tokens=W, window_layers=1)
+    assert abs(got - exact) <= T / 2 + 1e-6 * exact
+
+
+def test_windowed_attention_takes_arrays_and_scalars_alike():
+    T = np.array([1000.0, 4096.0, 32000.0])
+    W = np.array([4096.0, 4096.0, np.inf])
+    arr = sv.prefill_attention_flops(32, d_attn=4096, new_tokens=T, window_tokens=W, window_layers=32)
+    one = [sv.prefill_attention_flops(32, d_attn=4096, new_tokens=t, window_tokens=w, window_layers=32)
+           for t, w in zip(T.tolist(), W.tolist())]
+    assert arr.tolist() == one
+    ctx = np.array([100.0, 40_000.0])
+    arr = sv.decode_flops_per_token(7e9, n_layers=32, d_attn=4096, context_tokens=ctx, window_tokens=4096.0,
+                                    window_layers=32)
+    assert arr.tolist() == [sv.decode_flops_per_token(7e9, n_layers=32, d_attn=4096, context_tokens=c,
+                                                      window_tokens=4096.0, window_layers=32) for c in ctx.tolist()]

@@ -126,6 +126,11 @@ def d_attn_of(m: ModelSpec) -> float:
     return float(m.n_heads * m.head_dim)
 
 
+def window_of(m: ModelSpec) -> dict[str, float]:
+    """The sliding window of ``m`` as the attention-FLOPs formulas take it: W (∞ when none) and L_w."""
+    return {"window_tokens": m.window_tokens, "window_layers": float(m.n_sliding_layers)}
+
+
 def moe_split(m: ModelSpec) -> tuple[float, float]:
     """(shared params, routed-expert params in total): shared + routed · k/E = active."""
     if not m.is_moe:
@@ -413,14 +418,22 @@ def run_serve(req: ServeRequest) -> Report:
     new = req.prompt - prefix
     lin = r.step("prefill_linear_flops", "2 · N_active · (prompt − cached_prefix)", value=2.0 * n_active * new,
                  unit="flops", N_active=(n_active, "count"), tokens=(new, "count"))
+    causal = req.convention != "full"
     attn_full = float(sv.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=new, cached_tokens=prefix,
-                                                 causal=req.convention != "full"))
+                                                 causal=causal, **window_of(m)))
     if req.convention == "2N":
         attn = 0.0
         r.set("prefill_attention_flops", 0.0, "flops")
+    elif m.window_caps(req.prompt):  # some layers see at most W keys per query
+        glob = "(L − L_w) · T · (P + T/2)" if causal else "(L − L_w) · T · (P + T)"
+        win = "L_w · Σ min(i, W)  (i = P+1 … P+T)" if causal else "L_w · T · min(P + T, W)"
+        attn = r.step("prefill_attention_flops", f"4 · d_attn · ({glob} + {win})", value=attn_full, unit="flops",
+                      L=m.n_layers, L_w=m.n_sliding_layers, W=(m.sliding_window, "count"), d_attn=d_attn,
+                      T=(new, "count"), P=(prefix, "count"),
+                      note="sliding-window layers attend to at most the last W tokens")
     else:
         attn = r.step("prefill_attention_flops",
-                      "4 · L · d_attn · T · (P + T/2)" if req.convention == "causal" else "4 · L · d_attn · T · (P + T)",
+                      "4 · L · d_attn · T · (P + T/2)" if causal else "4 · L · d_attn · T · (P + T)",
                       value=attn_full, unit="flops", L=m.n_layers, d_attn=d_attn, T=(new, "count"),
                       P=(prefix, "count"))
     pf = r.step("prefill_flops", "prefill_linear_flops + prefill_attention_flops", value=lin + attn, unit="flops",
@@ -452,10 +465,16 @@ def run_serve(req: ServeRequest) -> Report:
     # ---------------------------------------------------------------- decode
     ctx_avg = req.prompt + req.output / 2.0
     use_attn = req.convention != "2N"
-    fpt = r.step("decode_flops_per_token", "2 · N_active + 4 · L · d_attn · ctx" if use_attn else "2 · N_active",
+    windowed = use_attn and m.window_caps(ctx_avg)
+    fpt_expr = ("2 · N_active" if not use_attn else
+                "2 · N_active + 4 · d_attn · ((L − L_w) · ctx + L_w · min(ctx, W))" if windowed else
+                "2 · N_active + 4 · L · d_attn · ctx")
+    fpt = r.step("decode_flops_per_token", fpt_expr,
                  value=float(sv.decode_flops_per_token(n_active, n_layers=m.n_layers, d_attn=d_attn,
-                                                       context_tokens=ctx_avg, attention=use_attn)),
-                 unit="flops", ctx=(ctx_avg, "count"), note="ctx = prompt + output/2, the mean over the answer")
+                                                       context_tokens=ctx_avg, attention=use_attn, **window_of(m))),
+                 unit="flops", ctx=(ctx_avg, "count"),
+                 **({"L_w": m.n_sliding_layers, "W": (m.sliding_window, "count")} if windowed else {}),
+                 note="ctx = prompt + output/2, the mean over the answer")
     held_avg, ctx_expr = kv_held(r, m, ctx_avg, "ctx")
     kv_read = kv_tok * held_avg
     e, k = (m.n_experts, m.n_active_experts) if m.is_moe else (1.0, 1.0)
@@ -554,7 +573,8 @@ def speculative(r: Report, s: Setup, req: ServeRequest, dm: ModelSpec, parts: di
                s.mfu, s.bw_eff, s.allreduce_latency)
     ctx_avg = req.prompt + req.output / 2.0
     d_fpt = float(sv.decode_flops_per_token(dm.active_params, n_layers=dm.n_layers, d_attn=d_attn_of(dm),
-                                            context_tokens=ctx_avg, attention=req.convention != "2N"))
+                                            context_tokens=ctx_avg, attention=req.convention != "2N",
+                                            **window_of(dm)))
     d_shared, d_routed = moe_split(dm)
     d_shards = sv.kv_shards(s.tp, n_kv_heads=dm.n_kv_heads, latent=dm.attention == "mla")
     dm_s, dc_s, dcomm = (float(x) for x in stage_parts(
@@ -695,10 +715,12 @@ def run_waterfall(r: Report, req: ServeRequest) -> None:
         try:  # an error inside a step names the step, not the base input of the same name
             value = parse_value(infos[key], raw_val)
             changes: dict[str, Any] = {key: value}
-            if key == "tp":
-                gpus, tp, _ = parallelism(cur.gpus, cur.tp, catalog.model(cur.model))
-                if gpus == tp:
-                    changes["gpus"] = None  # a pure tensor-parallel replica stays one: its GPUs follow the TP degree
+            # tp=N follows the base command's rules: a replica whose GPUs were never given (only --tp, or neither)
+            # has as many GPUs as its TP degree, so the step brings them (and the cost); a replica of given --gpus
+            # keeps them, so a TP degree beyond them is refused, as `serve --gpus 2 --tp 8` is
+            if key == "tp" and cur.gpus is not None and value > cur.gpus:
+                raise InputError("tp", value, f"exceeds the GPUs of the replica ({cur.gpus})",
+                                 f"use tp at most {cur.gpus}, or put gpus={value} before it")
             cur = msgspec.structs.replace(cur, **changes)
             rows.append(waterfall_row(label, cur, r))
         except InputError as exc:

@@ -19,6 +19,7 @@ a single token.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from napkin.units import GIGA, MILLION
@@ -116,31 +117,73 @@ def max_batch(usable_bytes_per_gpu: Any, *, weights_bytes_per_gpu: Any, shared_k
 
 # ------------------------------------------------------------------------ FLOPs
 def decode_flops_per_token(active_params: Any, *, n_layers: float, d_attn: float, context_tokens: Any,
-                           attention: bool = True) -> Any:
-    """flops_per_token = 2 · N_active + 4 · L · d_attn · ctx
+                           attention: bool = True, window_tokens: Any = math.inf, window_layers: Any = 0.0) -> Any:
+    """flops_per_token = 2 · N_active + 4 · d_attn · ((L − L_w) · ctx + L_w · min(ctx, W))
+                       = 2 · N_active + 4 · L · d_attn · ctx − 4 · L_w · d_attn · max(ctx − W, 0)
 
-    One new query attends to every cached key (QKᵀ) and value (AV): 2 · ctx · d_attn each
-    per layer. No causal halving: the single new row sees the whole context.
-    Trap: total instead of active parameters for MoE; and the attention term at long
-    context (70B at 128k context: +0.34 TFLOP per token over the 2N of 0.14 TFLOP).
-    Source: seed 004, "flops_per_token ≈ 2 × active_params"; Kaplan et al. 2020, table 1.
+    One new query attends to every cached key (QKᵀ) and value (AV) it can see: 2 · d_attn
+    each per key per layer. No causal halving: the single new row sees its whole span. L_w of
+    the L layers attend over a sliding window of the last W tokens (W = ∞, L_w = 0: none), so
+    they see min(ctx, W) keys; with W ≥ ctx this is exactly 2 · N_active + 4 · L · d_attn · ctx.
+    Trap: total instead of active parameters for MoE; the attention term at long context
+    (70B at 128k context: +0.34 TFLOP per token over the 2N of 0.14 TFLOP); and the full
+    context on sliding-window layers: Mistral 7B at 32k context is 16.6 GFLOP per token,
+    not 31.5.
+    Source: seed 004, "flops_per_token ≈ 2 × active_params"; Kaplan et al. 2020, table 1;
+    Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), section 2 "Sliding Window Attention"
+    (each layer attends to at most W = 4096 previous tokens); Gemma Team 2024, Gemma 2
+    (arXiv:2408.00118), section 2 (local sliding-window layers of 4096 alternate with global ones).
     """
-    return 2.0 * active_params + 4.0 * n_layers * d_attn * context_tokens * float(attention)
+    full = 4.0 * n_layers * d_attn * context_tokens
+    beyond = 4.0 * window_layers * d_attn * _maximum(context_tokens - window_tokens, 0.0 * context_tokens)
+    return 2.0 * active_params + (full - beyond) * float(attention)
+
+
+def attention_pairs_beyond_window(new_tokens: Any, *, cached_tokens: Any = 0.0, window_tokens: Any = math.inf,
+                                  causal: bool = True) -> Any:
+    """pairs cut = [max(P + T − W, 0)² − max(P − W, 0)²] / 2   (causal);  T · max(P + T − W, 0)   (full)
+
+    Query-key pairs of a prefill of T new tokens after P cached ones that a sliding window
+    of W tokens removes from one layer: the new token at position x sees min(x, W) keys
+    instead of x, so the cut is ∫ max(x − W, 0) dx over x from P to P + T (the continuous
+    form of the sum, like T · (P + T/2) for the full causal count). Under the full
+    (no causal mask) convention each query counts min(P + T, W) keys instead of P + T.
+    Zero when W ≥ P + T.
+    Trap: the square of the prompt on window layers: past W the pairs grow linearly in T
+    (T · W − W²/2), not as T²/2.
+    Source: Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), section 2 (token i attends to
+    tokens i − W … i); Gemma 2 (arXiv:2408.00118), section 2.
+    """
+    zero = 0.0 * new_tokens
+    if not causal:
+        return new_tokens * _maximum(cached_tokens + new_tokens - window_tokens, zero)
+    end = _maximum(cached_tokens + new_tokens - window_tokens, zero)
+    start = _maximum(cached_tokens - window_tokens, zero)
+    return 0.5 * (end * end - start * start)
 
 
 def prefill_attention_flops(n_layers: float, *, d_attn: float, new_tokens: Any, cached_tokens: Any = 0.0,
-                            causal: bool = True) -> Any:
-    """attention FLOPs = 4 · L · d · T_new · (P + T_new / 2)   (causal; P cached prefix tokens)
+                            causal: bool = True, window_tokens: Any = math.inf, window_layers: Any = 0.0) -> Any:
+    """attention FLOPs = 4 · d · ((L − L_w) · T · (P + T/2) + L_w · Σ_{i=P+1..P+T} min(i, W))   (causal)
+                       = 4 · d · (L · T · (P + T/2) − L_w · [max(P+T−W, 0)² − max(P−W, 0)²] / 2)
 
     Each new token scores against the P cached tokens and, under the causal mask, half of
     the new ones on average (QKᵀ and AV: 2 · 2 · d per pair). With P = 0 this is the
-    2 · L · T² · d of a plain causal prefill; ``causal=False`` counts the full square.
+    2 · L · T² · d of a plain causal prefill; ``causal=False`` counts the full square. L_w of
+    the L layers attend over a sliding window of W tokens (see attention_pairs_beyond_window);
+    with W ≥ P + T (or none: W = ∞, L_w = 0) this is exactly 4 · L · d · T · (P + T/2).
     Trap: 2·N·T alone ignores this term, which grows with T²: at 100k tokens on a 405B
-    model it adds half again to the 2N figure.
-    Source: seed 003, "Where 2N bends"; seed 001, "ignoring attention at long context".
+    model it adds half again to the 2N figure; and the opposite error on a sliding-window
+    model: Mistral 7B at a 32k prompt is 64.3 TFLOP of attention, not 268.
+    Source: seed 003, "Where 2N bends"; seed 001, "ignoring attention at long context";
+    Mistral 7B (arXiv:2310.06825), section 2 sliding window; Gemma 2 (arXiv:2408.00118),
+    section 2, alternating local (4096) and global layers.
     """
     half = 0.5 if causal else 1.0
-    return 4.0 * n_layers * d_attn * new_tokens * (cached_tokens + half * new_tokens)
+    full = 4.0 * n_layers * d_attn * new_tokens * (cached_tokens + half * new_tokens)
+    cut = 4.0 * d_attn * window_layers * attention_pairs_beyond_window(
+        new_tokens, cached_tokens=cached_tokens, window_tokens=window_tokens, causal=causal)
+    return full - cut
 
 
 # ------------------------------------------------------------------ communication

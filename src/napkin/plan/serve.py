@@ -23,7 +23,7 @@ from napkin.calculators import Calculator
 from napkin.calculators.basics import kv_window_note
 from napkin.calculators.serve import (
     DEFAULT_ALLREDUCE_LATENCY_S, DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_MFU, Setup, catalog_gpu_hour,
-    compute_precision_for, d_attn_of, moe_split, scale_out_of, stage_parts,
+    compute_precision_for, d_attn_of, moe_split, scale_out_of, stage_parts, window_of,
 )
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -83,9 +83,29 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
                                          cli_only=True)] = None
 
 
+def _prices(req: PlanServeRequest) -> dict[str, float]:
+    """--price by catalog key; a key naming a GPU not searched, or one GPU twice (through an alias), is an error."""
+    searched = {catalog.gpu(name).key: name for name in req.gpu}
+    prices: dict[str, float] = {}
+    given: dict[str, str] = {}
+    for k, v in req.price.items():
+        g = catalog.gpu(k, "price")
+        pair = f"{k}={v:g}"
+        if g.key in prices:
+            raise InputError("price", pair, f"has the {g.name} twice (also as {given[g.key]})",
+                             f"give one price for {g.key}")
+        if g.key not in searched:
+            raise InputError("price", pair, f"is for the {g.name}, which is not among the GPUs searched "
+                                            f"({', '.join(searched)})",
+                             f"add {g.key} to --gpu or drop its price")
+        prices[g.key] = v
+        given[g.key] = pair
+    return prices
+
+
 def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
     """One row per (GPU, precision) with its peak, bandwidth, link and price."""
-    prices = {catalog.gpu(k, "price").key: v for k, v in req.price.items()}
+    prices = _prices(req)
     rows = []
     for name in req.gpu:
         g = catalog.gpu(name)
@@ -94,8 +114,9 @@ def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
             listed = catalog_gpu_hour(g.key)
             if listed is not None:
                 price = listed[0]
+                # basis "reference": a dated list price stood in for the user's, so the footer's assumed: line shows it
                 r.assume(f"price[{g.key}]", price, f"catalog list price of {listed[1]}: pass --price "
-                                                   f"{g.key}=X for yours", unit="usd_per_hour", basis="catalog")
+                                                   f"{g.key}=X for yours", unit="usd_per_hour", basis="reference")
             else:
                 r.note(f"no price for the {g.name}: its configurations are listed by throughput but not ranked by cost")
         for p in req.precision:
@@ -152,8 +173,9 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         # prefill (TP shortens it; pipeline stages take turns)
         new = req.prompt - prefix
         d_attn = d_attn_of(m)
+        # attention capped by any sliding window, as in `napkin serve`
         pf = 2.0 * m.active_params * new + sv.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=new,
-                                                                       cached_tokens=prefix)
+                                                                       cached_tokens=prefix, **window_of(m))
         pre_comm = sv.tp_comm_seconds(m.n_layers, message_bytes=new * m.d_model * sv.ACTIVATION_BYTES, tp=t,
                                       link_bytes_per_s_per_direction=link, latency_s=req.allreduce_latency)
         ttft = sv.prefill_seconds(pf, weights_bytes=W, n_gpus=t, dense_flops_per_s=H["peak"], mfu=req.mfu,
@@ -161,7 +183,8 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
                                   comm_s=pre_comm)
         # decode (the serve calculator's stage model, on arrays)
         ctx_avg = req.prompt + req.output / 2.0
-        fpt = sv.decode_flops_per_token(m.active_params, n_layers=m.n_layers, d_attn=d_attn, context_tokens=ctx_avg)
+        fpt = sv.decode_flops_per_token(m.active_params, n_layers=m.n_layers, d_attn=d_attn, context_tokens=ctx_avg,
+                                        **window_of(m))
         shared_p, routed_p = moe_split(m)
         s = Setup(m, None, n, t, pp, "", "", H["b_w"], b_kv, H["peak"], H["bw"], link, req.mfu,  # type: ignore[arg-type]
                   req.bandwidth_efficiency, req.allreduce_latency)
@@ -211,8 +234,11 @@ def evaluate(req: PlanServeRequest, r: Report) -> dict[str, Any]:
         return evaluate_grid(req, r)
     _hardware(req, r)  # the price assumptions and notes, once, in this report
     try:
-        futures = [ex.submit(_grid_chunk, msgspec.structs.replace(req, gpu=[name], executor="none"))
-                   for name in dict.fromkeys(req.gpu)]
+        prices = _prices(req)
+        futures = [ex.submit(_grid_chunk, msgspec.structs.replace(
+            req, gpu=[name], executor="none",
+            price={k: v for k, v in prices.items() if k == catalog.gpu(name).key}))
+            for name in dict.fromkeys(req.gpu)]
         parts = ex.gather(futures)
     finally:
         ex.close()
@@ -277,7 +303,8 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
         r.warn("context-too-long", f"{req.prompt:,.0f} prompt + {req.output:,.0f} output tokens exceed {m.name}'s "
                                    f"{m.max_context:,}-token context window; the plan below is what it would cost "
                                    "if it did not")
-    r.title = f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {req.ttft * 1e3:g} ms, TPOT <= {req.tpot * 1e3:g} ms"
+    r.title = (f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {units.format(req.ttft, 'seconds')}, "
+               f"TPOT <= {units.format(req.tpot, 'seconds')}")
     r.set("model", m.name)
     r.set("configurations", g["configurations"], "count")
     r.set("valid_configurations", g["valid_configurations"], "count")
@@ -314,9 +341,10 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
             r.warn("nothing-fits", f"no configuration holds {m.name} within {req.max_gpus} GPUs per replica: "
                                    "raise --max-gpus or lower the precision")
         else:
-            r.warn("no-config-meets-slo", f"nothing meets TTFT <= {req.ttft:g} s and TPOT <= {req.tpot:g} s; the "
-                                          f"fastest TPOT that fits is {float(a['tpot_s'][fit].min()) * 1e3:.3g} ms "
-                                          f"and the fastest TTFT {float(a['ttft_s'][fit].min()) * 1e3:.3g} ms")
+            sec = lambda x: units.format(float(x), "seconds")  # noqa: E731
+            r.warn("no-config-meets-slo", f"nothing meets TTFT <= {sec(req.ttft)} and TPOT <= {sec(req.tpot)}; the "
+                                          f"fastest TPOT that fits is {sec(a['tpot_s'][fit].min())} "
+                                          f"and the fastest TTFT {sec(a['ttft_s'][fit].min())}")
     # Pareto front over everything that fits (SLOs aside): tokens/s per GPU against tokens/s per user
     fit_idx = np.argwhere(a["valid"] & a["fits"])
     if len(fit_idx):
