@@ -150,3 +150,14 @@ def test_default_run_is_the_catalog_count():
     assert r["free_bytes"] == pytest.approx(234.1e9, rel=0.001)  # the seed: "235 GB left over"
     assert r["load_s"] == pytest.approx(40.6, rel=0.01)  # the seed: "40+ seconds"
     assert math.isclose(r["node_usd_per_hour"], 24.0)  # the seed: "~$24 an hour"
+
+
+def test_a_sliding_window_model_counts_attention_within_its_window():
+    """Mistral 7B: every layer attends to at most 4,096 tokens (arXiv:2310.06825), so a 10,988-token prompt's
+    attention is 4 · L · d · (T·W − W²/2) (the continuous Σ min(i, W), as 2 · L · d · T² is for full attention),
+    not 2 · L · d · T²."""
+    r = journey(model="mistral-7b", gpus=1, gpu="h100", prompt="x" * 40_000, encoding="rule")
+    t, w, layers, d = 10_000 + 988, 4096, 32, 4096
+    assert r["prompt_tokens"] == t
+    assert r["prefill_attention_flops"] == approx(4 * layers * d * (t * w - w * w / 2), 1e-12)
+    assert r["prefill_attention_flops"] < 2 * layers * d * t * t / 2

@@ -316,9 +316,13 @@ def run_journey(req: JourneyRequest) -> Report:
     per_tok = r.step("flops_per_token", "2 · N_active", value=flops.forward_flops_per_token(n_active), unit="flops",
                      N_active=(n_active, "count"))
     d_attn = attention_width(m)
-    attn_prefill = flops.prefill_attention_flops(m.n_layers, d_attn=d_attn, prompt_tokens=prompt_tokens)
-    r.step("prefill_attention_flops", "2 · L · T² · d_attn  (causal)", value=attn_prefill, unit="flops",
-           L=m.n_layers, T=(prompt_tokens, "count"), d_attn=d_attn)
+    window = {"window_tokens": m.window_tokens, "window_layers": float(m.n_sliding_layers)}  # as serve counts it
+    attn_prefill = (flops.prefill_attention_flops(m.n_layers, d_attn=d_attn, prompt_tokens=prompt_tokens)
+                    if not m.n_sliding_layers else
+                    serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=prompt_tokens, **window))
+    r.step("prefill_attention_flops", "2 · L · T² · d_attn  (causal)" + (
+        f"; {m.n_sliding_layers} layers attend to at most {m.window_tokens:,.0f} tokens" if m.n_sliding_layers else ""),
+        value=attn_prefill, unit="flops", L=m.n_layers, T=(prompt_tokens, "count"), d_attn=d_attn)
     if req.attention:
         prefill = r.step("prefill_flops", "2 · N_active · T + attention", value=flops.prefill_flops(
             n_active, prompt_tokens=prompt_tokens, attention_flops=attn_prefill), unit="flops",
@@ -357,7 +361,7 @@ def run_journey(req: JourneyRequest) -> Report:
     # ---------------------------------------------------------------- 5. decode
     r = walk.start("decode")
     attn_decode = serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=req.output_tokens,
-                                                  cached_tokens=prompt_tokens)
+                                                  cached_tokens=prompt_tokens, **window)
     r.step("decode_attention_flops", "4 · L · d_attn · T_out · (T_in + T_out / 2)", value=attn_decode, unit="flops",
            L=m.n_layers, d_attn=d_attn, T_in=(prompt_tokens, "count"), T_out=(req.output_tokens, "count"))
     if req.attention:
