@@ -160,4 +160,4 @@ def test_a_sliding_window_model_counts_attention_within_its_window():
     t, w, layers, d = 10_000 + 988, 4096, 32, 4096
     assert r["prompt_tokens"] == t
     assert r["prefill_attention_flops"] == approx(4 * layers * d * (t * w - w * w / 2), 1e-12)
-    assert r["prefill_attention_flops"] < 2 * layers * d * t * t / 2
+    assert r["prefill_attention_flops"] < 2 * layers * d * t * t  # full attention over the whole prompt
