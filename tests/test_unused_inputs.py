@@ -44,3 +44,19 @@ def test_a_calibration_without_rank_counts_says_so(tmp_path):
     assert cal.allreduce_setup == "over an unrecorded number of ranks"
     cal.allreduce_ranks, cal.allreduce_backend = 8, "nccl"
     assert cal.allreduce_setup == "over 8 ranks (nccl)"
+
+
+def test_memory_refuses_a_hand_architecture_beside_a_model_and_says_when_params_replace_its_count():
+    """Found in review: `memory --model llama-3.1-70b --layers 10` kept the model's 80 layers without a word."""
+    with pytest.raises(NapkinError) as exc:
+        calculate("memory", {"model": "llama-3.1-70b", "layers": "10"})
+    assert str(exc.value).startswith("layers is for a model given by hand, and --model llama-3.1-70b gives its own")
+    r = calculate("memory", {"model": "llama-3.1-70b", "params": "70B"})
+    assert ("--params 70B used in place of Llama 3.1 70B's computed 70.55B; the rest of the architecture is the "
+            "model's") in r.notes
+
+
+def test_llama_3_is_not_read_as_llama_3_1():
+    """Llama 3 has an 8,192-token context; the catalog's Llama 3.1 has 131,072: no alias between them."""
+    with pytest.raises(NapkinError):
+        calculate("model", {"model": "llama-3-70b"})

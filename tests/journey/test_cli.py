@@ -95,6 +95,7 @@ JOURNEY_405B = (
     '  max_sequences_in_memory               350  = floor(free_bytes / kv_bytes_per_sequence)   [free_bytes = 235 GB]\n'
     '  tp_allreduce_bytes_per_token     14.45 MB  = 2 all-reduces · L · 2 · (n − 1) / n · d_model · 2 bytes   [L = 126, n = 8, d_model = 16384]\n'
     '  tp_allreduce_s_per_token         32.11 us  = 2 · L all-reduces of d_model · 2 bytes over one direction of the link  (bandwidth only; latency adds)   [link = 450 GB/s, tp_bytes = 14.45 MB]\n'
+    "  note: the journey's times are the seed's compute and memory terms: tensor-parallel all-reduces (above, per token, and at prefill) are not added to TTFT or the step time; `napkin serve` adds them\n"
     '  note: each answer token needs the one before it: decode is serial, and each step reads every weight\n'
     '  note: the meter counts 2N for every answer token, as the seed does; the last token is never fed back, so strictly one pass fewer (0.08% of Σ)\n'
     '\n'

@@ -29,6 +29,9 @@ def resolve_params(report: Report, model: ModelSpec | None, params: float | None
         report.set("params", params, "count")
         if model is not None and abs(params - model.params) / model.params > 0.01:
             report.warn("params-mismatch", f"--params {params:.4g} differs from {model.name}'s computed {model.params:.4g}; using --params")
+        elif model is not None:
+            report.note(f"--params {fmt(params, 'count')} used in place of {model.name}'s computed "
+                        f"{fmt(model.params, 'count')}; the rest of the architecture is the model's")
         return params
     if model is None:
         raise InputError("model", "nothing", "is required", "give --model NAME|PATH or --params N")
@@ -256,6 +259,11 @@ def _finite(value: float, field_name: str, given: object, what: str, fix: str) -
 
 def run_memory(req: MemoryRequest) -> Report:
     m = model_or_none(req.model)
+    by_hand = [k for k in ("layers", "kv_heads", "head_dim") if getattr(req, k) is not None]
+    if m is not None and by_hand:  # the KV cache would be the model's, the flag silently unused
+        raise InputError(by_hand[0], getattr(req, by_hand[0]), f"is for a model given by hand, and --model "
+                         f"{req.model} gives its own", f"drop --{by_hand[0].replace('_', '-')}, or drop --model and "
+                         "give --params with --layers, --kv-heads and --head-dim")
     g = gpu_or_none(req.gpu)
     r = Report("Memory" + (f": {m.name}" if m else ""), command="memory")
     n = resolve_params(r, m, req.params)

@@ -307,7 +307,8 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     mb = int(probe["max_batch"])
     r.set("self_hosted_model", probe["model"])
     if req.serve_model and p.open_weights_model is None:
-        r.note(f"{probe['model']} is not {p.name}: the comparison is of cost, not of answer quality")
+        what = "the priced API model" if p.key == "custom" else p.name
+        r.note(f"{probe['model']} is not {what}: the comparison is of cost, not of answer quality")
     r.set("self_hosted_replica", f"{probe['gpus']} x {probe['gpu']}")
     if mb < 1:
         r.set("self_hosted_fits", False)

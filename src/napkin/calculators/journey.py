@@ -68,10 +68,13 @@ class JourneyRequest(S, kw_only=True, forbid_unknown_fields=True):
     price_in: Annotated[float, field("usd_per_million", "API price per million input tokens", ge=0)] = 3.0
     price_out: Annotated[float, field("usd_per_million", "API price per million output tokens", ge=0)] = 15.0
     mfu: Annotated[float, field("fraction", "model FLOPs utilisation of prefill (of the dense peak)")] = 0.4
-    bandwidth_fraction: Annotated[float, field("fraction", "fraction of the memory bandwidth decode achieves")] = 0.5
+    bandwidth_fraction: Annotated[float, field("fraction", "fraction of the memory bandwidth decode achieves (the "
+                                                           "seed's 0.5; serve assumes 0.8 of a tuned kernel)",
+                                               aliases=("bandwidth_efficiency",))] = 0.5
     batch: Annotated[int, field("int", "sequences decoded together, for what batching changes", gt=0)] = 64
     disk_bandwidth: Annotated[float, field("bytes_per_s", "read bandwidth of the disk the weights load from", gt=0)] = 10e9
-    usd_per_gpu_hour: Annotated[float, field("usd_per_hour", "rent of one GPU-hour", ge=0)] = 3.0
+    usd_per_gpu_hour: Annotated[float, field("usd_per_hour", "rent of one GPU-hour (the seed's $3/h, not the "
+                                                             "catalog's dated price)", ge=0, aliases=("price",))] = 3.0
     training_tokens: Annotated[float | None, field("count", "training tokens D (default: the catalog's, where published)",
                                                    gt=0)] = None
     attention: Annotated[bool, field("bool", "add the causal attention term to the meter (2N alone by default)")] = False
@@ -429,6 +432,8 @@ def run_journey(req: JourneyRequest) -> Report:
                value=serving.tp_comm_seconds(m.n_layers, message_bytes=m.d_model * ACTIVATION_BYTES, tp=n_gpus,
                                              link_bytes_per_s_per_direction=one_way, latency_s=0.0),
                unit="seconds", link=(one_way, "bytes_per_s"), tp_bytes=(ar, "bytes"))
+        r.note("the journey's times are the seed's compute and memory terms: tensor-parallel all-reduces (above, "
+               "per token, and at prefill) are not added to TTFT or the step time; `napkin serve` adds them")
     r.note("each answer token needs the one before it: decode is serial, and each step reads every weight")
     r.note("the meter counts 2N for every answer token, as the seed does; the last token is never fed back, so "
            f"strictly one pass fewer ({1 / (prompt_tokens + req.output_tokens):.2%} of Σ)")

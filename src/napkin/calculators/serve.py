@@ -507,7 +507,8 @@ def run_serve(req: ServeRequest) -> Report:
                unit="seconds", L=m.n_layers / s.pp, b=b_micro, d=m.d_model, tp=s.tp,
                link=(s.link, "bytes_per_s"), latency=(req.allreduce_latency, "seconds"),
                note=f"{2 * m.n_layers / s.pp:g} all-reduces of {_fmt(b_micro * m.d_model * sv.ACTIVATION_BYTES, 'bytes')}")
-        r.assume("allreduce_latency", req.allreduce_latency, "fixed cost per all-reduce (NCCL small-message order); "
+        r.assume("allreduce_latency", req.allreduce_latency, "fixed cost per whole all-reduce, not per ring step as "
+                 "`napkin allreduce --latency` (NCCL small-message order); "
                                                              "measure with nccl-tests", unit="seconds",
                  basis=basis_of(req, "allreduce_latency"))
     step_s = r.step("decode_step_s", "pp · (max(decode_memory_s, decode_compute_s) + decode_comm_s)",
