@@ -38,7 +38,7 @@ def test_numbers_and_mappings_from_json_or_toml():
 @pytest.mark.parametrize("raw,message", [
     ({"tokens": "2T", "mfu": "40"}, "mfu must be in (0, 1]; got 40 (did you mean 0.40?)"),
     ({"tokens": "2T", "mfu": 0}, "mfu must be in (0, 1]; got 0"),
-    ({"tokens": "0"}, "tokens must be > 0; got 0 (give a positive size)"),
+    ({"tokens": "0"}, "tokens must be > 0; got 0 (give a positive number)"),
     ({}, "tokens is required; got nothing (give --tokens)"),
     ({"tokens": "2T", "overhead": "experiments"}, "overhead must be NAME=VALUE; got experiments (e.g. experiments=0.6)"),
     ({"tokens": "2T", "overhead": "=1"}, "overhead has an empty name; got =1 (write NAME=VALUE)"),

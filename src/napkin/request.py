@@ -167,7 +167,9 @@ def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None
     hint = _percent_hint(value, meta, raw) if kind == "fraction" else None
     if hint:
         fix = f"did you mean {hint}?"
-    elif kind in ("count", "bytes", "seconds", "flops", "int") and value <= 0:
+    elif kind in ("count", "int") and value <= 0:
+        fix = "give a positive number"
+    elif kind in ("bytes", "seconds", "flops") and value <= 0:
         fix = "give a positive size"
     shown = raw if isinstance(raw, str) else value
     raise InputError(name, shown, _bounds_text(meta) or "is out of range", fix)

@@ -231,7 +231,7 @@ def test_json_has_derivation_assumptions_warnings(run_cli):
 @pytest.mark.parametrize("args,message", [
     (["memory", "--params", "7B", "--usable", "80", "--training", "--gpu", "h100"],
      "error: usable must be in (0, 1]; got 80 (did you mean 0.80?)\n"),
-    (["memory", "--params", "-7B"], "error: params must be > 0; got -7B (give a positive size)\n"),
+    (["memory", "--params", "-7B"], "error: params must be > 0; got -7B (give a positive number)\n"),
     (["memory", "--params", "7B", "--precision", "fp7"],
      "error: precision is not a precision napkin knows; got fp7 (use one of fp32, tf32, bf16, fp16, fp8, int8, "
      "fp6, fp4, int4)\n"),

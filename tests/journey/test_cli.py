@@ -246,7 +246,7 @@ def test_card_json_rows_name_their_rung(run_cli):
     (("journey", "--model", "llama-9"), None),
     (("journey", "--chart", "x.pdf"), "error: chart must end in .svg or .png; got x.pdf\n"),
     (("card", "--png", "card.svg"), "error: png must end in .png; got card.svg\n"),
-    (("card", "--gpus", "0"), "error: gpus must be > 0; got 0 (give a positive size)\n"),
+    (("card", "--gpus", "0"), "error: gpus must be > 0; got 0 (give a positive number)\n"),
 ])
 def test_bad_input_is_one_line(run_cli, args, message):
     r = run_cli(*args, code=1)
