@@ -53,6 +53,8 @@ def test_parse(text, kind, expected):
     ("$5", "count", "value is money; expected a count such as 7B, 70.6e9, 15T, 4M or 4Mi; got $5"),
     ("5m", "seconds", "value is ambiguous: m could be minutes or months; got 5m (write min for minutes)"),
     ("989 TFLOP/s", "flops", "value is a rate; expected an amount of work such as 6.3e24, 810 TFLOP or 3.8e25 FLOP; got 989 TFLOP/s"),
+    # and the reverse: an amount where a rate is asked for (found in review: it was read as 989 TFLOP/s)
+    ("989 TFLOP", "flops_per_s", "value is an amount of work; expected a rate such as 989 TFLOP/s, 989T or 1.979e15; got 989 TFLOP"),
     ("seven", "count", "value is not a count such as 7B, 70.6e9, 15T, 4M or 4Mi; got seven"),
     ("2.50/day", "usd_per_hour", "value is not per hour; expected an hourly price such as $2.50/h or 2.5; got 2.50/day"),
 ])

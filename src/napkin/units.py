@@ -224,6 +224,8 @@ def _scale(unit: str, kind: str, field: str, raw: str, gap: bool = False) -> flo
         rate = base in ("FLOPS", "FLOP/s", "flop/s", "FLOPs/s", "OPS", "OP/s")
         if kind == "flops" and rate:
             raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
+        if kind == "flops_per_s" and base in ("FLOP", "flop"):  # "FLOPs" stays: it is written for both
+            raise _fail(field, raw, kind, f"is an amount of work; expected {EXPECTED[kind]}")
         return DECIMAL[pre]
     if kind == "seconds":
         table = {
