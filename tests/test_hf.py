@@ -245,3 +245,19 @@ def test_bad_layer_types_is_named(tmp_path, value):
 def test_bad_sliding_window_is_named(tmp_path, value):
     with pytest.raises(InputError, match="'sliding_window'"):
         load_config(_write(tmp_path, _mistral(sliding_window=value)))
+
+
+def test_a_config_not_named_config_json_is_named_by_itself(tmp_path):
+    """Found in review: cfg2.json in a folder was named after the folder."""
+    import json
+
+    from napkin.catalog import hf
+
+    src = Path(__file__).parent / "fixtures" / "hf" / "llama-3.1-8b" / "config.json"
+    cfg = json.loads(src.read_text())
+    cfg.pop("_name_or_path", None)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cfg2.json").write_text(json.dumps(cfg))
+    (tmp_path / "runs" / "config.json").write_text(json.dumps(cfg))
+    assert hf.load_config(str(tmp_path / "runs" / "cfg2.json")).name == "cfg2"
+    assert hf.load_config(str(tmp_path / "runs" / "config.json")).name == "runs"

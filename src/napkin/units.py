@@ -356,7 +356,8 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
     ``binary=True`` formats bytes with binary prefixes (GiB); the default is decimal
     (GB). Values outside a kind's readable range are written in scientific notation
     with the kind's base unit ("1.2e25 B"). parse(format(x, kind), kind) gives x back to
-    ``digits`` significant figures.
+    ``digits`` significant figures (a fraction, shown as a percentage, to ``digits − 1``:
+    0.57351 -> "57.4%").
     """
     x = float(value)
     if not math.isfinite(x):

@@ -140,7 +140,8 @@ def load_config(path: str, field: str = "model") -> ModelSpec:
         raise InputError(field, mt, "has a config.json model_type napkin cannot size",
                          "napkin reads " + ", ".join(SUPPORTED) + f" configs; file {p}")
     r = _Reader(cfg, p, field, mt)
-    name = str(cfg.get("_name_or_path") or p.parent.name or p.stem)
+    # a checkpoint folder names its config.json; any other file is named by itself (cfg2.json -> cfg2)
+    name = str(cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem) or p.stem)
     common: dict[str, Any] = {
         "key": f"hf:{name}", "name": name, "family": mt, "hf_model_type": mt, "source": str(p),
         "tied_embeddings": r.bool("tie_word_embeddings", _TIED_DEFAULT[mt]),
