@@ -208,8 +208,8 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
     def kv_bytes(self, context_tokens: Any, bytes_per_value: float = 2.0) -> Any:
         """KV cache bytes of one sequence holding ``context_tokens`` tokens.
 
-        The one place a context length turns into cache bytes: sliding-window layers stop
-        at their window, so Mistral 7B at 32Ki tokens holds 4,096 tokens' worth, not 32,768.
+        Sliding-window layers stop at their window, so Mistral 7B at 32Ki tokens holds 4,096
+        tokens' worth, not 32,768 (kv_held_tokens, times kv_bytes_per_token).
         """
         return mem.kv_sequence_bytes(self.kv_bytes_per_token(bytes_per_value), context_tokens=context_tokens,
                                      window_tokens=self.window_tokens,

@@ -43,7 +43,7 @@ ALIASES = {"checkpoint_time": ("checkpoint",), "restart_time": ("restart",), "ch
 RATE_FLAGS = "--mtbf-per-gpu 50000h, --cluster-mtbf 3h, or --interruptions 419 --period 54d"
 # Llama 3 (Dubey et al. 2024, section 3.3.4): 419 interruptions in 54 days on 16,384 GPUs, about
 # 50,700 h per GPU. A per-GPU MTBF under a day is thousands of times shorter: most likely a unit left off.
-LLAMA3_MTBF_PER_GPU_H = 50_700
+LLAMA3_MTBF_PER_GPU_H = int(round(54 * 24 * 16384 / 419, -2))  # 419 interruptions in 54 days on 16,384 GPUs: 50,700 h
 SHORT_MTBF_PER_GPU = DAY
 
 

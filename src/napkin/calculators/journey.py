@@ -319,10 +319,10 @@ def run_journey(req: JourneyRequest) -> Report:
     per_tok = r.step("flops_per_token", "2 · N_active", value=flops.forward_flops_per_token(n_active), unit="flops",
                      N_active=(n_active, "count"))
     d_attn = attention_width(m)
-    window = {"window_tokens": m.window_tokens, "window_layers": float(m.n_sliding_layers)}  # as serve counts it
-    attn_prefill = (flops.prefill_attention_flops(m.n_layers, d_attn=d_attn, prompt_tokens=prompt_tokens)
-                    if not m.n_sliding_layers else
-                    serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=prompt_tokens, **window))
+    from napkin.calculators.serve import window_of
+
+    window = window_of(m)  # as serve counts it: no window gives exactly 2 · L · T² · d_attn
+    attn_prefill = serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=prompt_tokens, **window)
     r.step("prefill_attention_flops", "2 · L · T² · d_attn  (causal)" + (
         f"; {m.n_sliding_layers} layers attend to at most {m.window_tokens:,.0f} tokens" if m.n_sliding_layers else ""),
         value=attn_prefill, unit="flops", L=m.n_layers, T=(prompt_tokens, "count"), d_attn=d_attn)

@@ -675,16 +675,12 @@ def check_heads(r: Report, m: ModelSpec) -> None:
 def waterfall_steps(raw: list[str]) -> list[tuple[str, str, str]]:
     """(field, value, label) of each NAME=VALUE step, in the order given; a knob may repeat.
 
-    The steps arrive split at commas (a list field), so a piece with no ``=`` that starts
-    with a digit is the thousands group of the value before it (``batch=1,024``) and goes
-    back on it, as for NAME=VALUE pairs elsewhere (napkin.request._split_pairs).
+    The steps arrive split at commas (a list field): a thousands group goes back on the value
+    before it (``batch=1,024``), as for every NAME=VALUE field (napkin.request._split_pairs).
     """
-    pieces: list[str] = []
-    for piece in (str(p).strip() for p in raw):
-        if pieces and "=" in pieces[-1] and "=" not in piece and piece[:1].isdigit():
-            pieces[-1] += "," + piece
-        elif piece:
-            pieces.append(piece)
+    from napkin.request import _split_pairs
+
+    pieces = [str(p) for p in _split_pairs(",".join(str(p) for p in raw))]
     steps = []
     for label in pieces:
         if "=" not in label:

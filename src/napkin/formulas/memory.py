@@ -74,8 +74,9 @@ def kv_sequence_bytes(kv_bytes_per_token: float, *, context_tokens: Any, window_
                       window_layers_fraction: float = 0.0) -> Any:
     """kv_bytes = kv_bytes_per_token · (c − (L_w / L) · max(c − W, 0))
 
-    One sequence's KV cache at c tokens of context; every caller that turns a context length
-    into cache bytes (memory, serve, plan serve, journey) goes through here.
+    One sequence's KV cache at c tokens of context. Callers that already hold the held-token
+    count (kv_held_tokens, for sizing a batch) multiply it by kv_bytes_per_token themselves:
+    the same arithmetic.
     Trap: kv_bytes_per_token · c on a sliding-window model overstates the cache (see
     kv_held_tokens); on a model without one, this is exactly kv_bytes_per_token · c.
     Source: seed 004 ("kv_total = kv_bytes_per_token × context × concurrent_sequences") with
