@@ -131,4 +131,5 @@ def implied_mfu_for_usd(train_flops: Any, *, claimed_usd: Any, usd_per_gpu_hour:
     Source: seed 002 ("check whether the number is consistent with 6ND"); seed 001,
     cost_per_token = 6·N·price / (3600 · peak · mfu · goodput), solved for MFU.
     """
-    return train_flops * usd_per_gpu_hour / (claimed_usd * HOUR * dense_flops_per_s * goodput)
+    return implied_mfu(train_flops, gpu_hours=claimed_usd / usd_per_gpu_hour, dense_flops_per_s=dense_flops_per_s,
+                       goodput=goodput)

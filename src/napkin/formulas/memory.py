@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from napkin.formulas._array import maximum as _maximum
+
 # Static training state per parameter, mixed precision with Adam (seed 004):
 TRAINING_BYTES_PER_PARAM = {
     "bf16 weights": 2.0,
@@ -43,14 +45,6 @@ def kv_bytes_per_token_mla(n_layers: float, *, kv_lora_rank: float, qk_rope_head
     Source: seed 004 (DeepSeek-V3: 61 × 576 × 2 = 70,272 B).
     """
     return n_layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_value
-
-
-def _maximum(a: Any, b: Any) -> Any:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return max(a, b)
-    import numpy as np
-
-    return np.maximum(a, b)
 
 
 def kv_held_tokens(context_tokens: Any, *, window_tokens: float = math.inf,

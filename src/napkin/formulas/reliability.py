@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from napkin.formulas._array import where as _where
+
 # e^709 is the largest power of e a float holds; beyond it the job makes no measurable
 # progress, and exponents are clipped there so that goodput comes out ~0, not an error.
 _EXP_MAX = 700.0
@@ -46,14 +48,6 @@ def _expm1(x: Any) -> Any:
     import numpy as np
 
     return np.expm1(np.minimum(x, _EXP_MAX))
-
-
-def _where(cond: Any, a: Any, b: Any) -> Any:
-    if _is_scalar(a) and _is_scalar(b):
-        return a if cond else b
-    import numpy as np
-
-    return np.where(cond, a, b)
 
 
 def cluster_mtbf_s(mtbf_per_gpu_s: Any, *, n_gpus: Any) -> Any:

@@ -22,6 +22,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from napkin.formulas._array import is_scalar as _scalar
+from napkin.formulas._array import maximum as _maximum
+from napkin.formulas._array import where as _where
 from napkin.units import GIGA, MILLION
 
 ALLREDUCES_PER_LAYER = 2.0  # Megatron TP: one after attention, one after the MLP
@@ -29,18 +32,6 @@ ACTIVATION_BYTES = 2.0  # bf16 activations travel in the all-reduce whatever the
 # One 400 Gb/s NIC per GPU, one direction: 50 GB/s. NVIDIA DGX H100 User Guide, "Network
 # Modules": eight ConnectX-7 InfiniBand NDR ports, one per GPU (the HGX reference design).
 SCALE_OUT_BYTES_PER_S_PER_GPU = 400 * GIGA / 8  # 400 Gb/s in bytes
-
-
-def _scalar(*xs: Any) -> bool:
-    return all(isinstance(x, (int, float)) for x in xs)
-
-
-def _maximum(a: Any, b: Any) -> Any:
-    if _scalar(a, b):
-        return max(a, b)
-    import numpy as np
-
-    return np.maximum(a, b)
 
 
 def _ceil(x: Any) -> Any:
@@ -53,14 +44,6 @@ def _minimum(a: Any, b: Any) -> Any:
     import numpy as np
 
     return np.minimum(a, b)
-
-
-def _where(cond: Any, a: Any, b: Any) -> Any:
-    if _scalar(cond, a, b):
-        return a if cond else b
-    import numpy as np
-
-    return np.where(cond, a, b)
 
 
 # ------------------------------------------------------------------------ memory

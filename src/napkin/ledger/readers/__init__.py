@@ -232,7 +232,8 @@ def _found_further(path: str, content: bytes | None, rx: bytes) -> bool:
 
 
 def _same_commas(lines: list[str], *, complete: bool) -> bool:
-    """A CSV's first lines: the header's comma count on most data lines (quoted commas aside)."""
+    """A CSV's first lines: the header's comma count on at least half the data lines (quoted commas
+    aside; a stray line or two of a log does not make it another format)."""
     import re
 
     if not complete and len(lines) > 1:

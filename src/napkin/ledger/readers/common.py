@@ -186,6 +186,7 @@ def tokens_per_step_from_cumulative(df: Any, out: LogRead) -> Any:
 
 
 CUMULATIVE_MIN_PAIRS = 4  # forward record pairs needed before a tokens column is called cumulative
+CUMULATIVE_RISING = 0.9  # ... and the share of them that must rise: a batch-size ramp rises a few times, then holds
 
 
 def _warn_if_cumulative(df: Any, out: LogRead) -> None:
@@ -201,7 +202,7 @@ def _warn_if_cumulative(df: Any, out: LogRead) -> None:
     if pairs.height < CUMULATIVE_MIN_PAIRS:
         return
     rising = pairs.filter(pl.col("dk") > 0).height
-    if rising < 0.9 * pairs.height:
+    if rising < CUMULATIVE_RISING * pairs.height:
         return
     out.warnings.append((
         "tokens-cumulative",
