@@ -24,7 +24,7 @@ class InputError(NapkinError, ValueError):
         self.value = value
         self.problem = problem
         self.fix = fix
-        shown = value if isinstance(value, str) else _show(value)
+        shown = quote(value if isinstance(value, str) else _show(value))
         msg = f"{field} {problem}; got {shown}" if problem.startswith(("must", "is", "has", "needs", "exceeds", "does", "cannot")) else f"{field}: {problem}; got {shown}"
         if fix:
             msg += f" ({fix})"
@@ -44,7 +44,7 @@ class UnknownName(NapkinError, KeyError):
         self.field = field or what
         self.matches = closest(name, choices)
         self.choices = list(choices)
-        msg = f"unknown {what} {name!r}"
+        msg = f"unknown {what} {quote(repr(name))}"
         if self.matches:
             msg += f"; closest: {', '.join(self.matches)}"
         msg += f" (see `napkin catalog {what}s`)" if what in ("gpu", "model", "price") else ""
@@ -85,6 +85,26 @@ def closest(name: str, choices: list[str], n: int = 3) -> list[str]:
         if c not in out:
             out.append(c)
     return out[:n]
+
+
+_CONTROL = None
+
+
+def quote(text: object) -> str:
+    """``text`` with control characters escaped, so what a user typed (or a log held) prints on one line.
+
+    A newline becomes ``\\n``, an ESC ``\\x1b``: an echoed value can neither forge a second error
+    line nor move the terminal's cursor. Printable text, non-ASCII letters included, is unchanged.
+    """
+    global _CONTROL
+    s = str(text)
+    if s.isprintable():
+        return s
+    if _CONTROL is None:
+        import re
+
+        _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
 
 
 def _show(value: object) -> str:
