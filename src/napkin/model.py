@@ -175,6 +175,39 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         """Parameters one token's forward pass touches: all for dense, k routed for MoE."""
         return float(self.params_breakdown()["active"])
 
+    def moe_split(self) -> tuple[float, float]:
+        """(shared, routed) parameters: shared + routed · k/E = active, shared + routed = total.
+
+        Shared is what every token touches (attention, dense layers, shared experts,
+        embeddings); routed is every routed expert together. A dense model is all shared.
+        """
+        if not self.is_moe:
+            return self.params, 0.0
+        e, k = self.n_experts, self.n_active_experts
+        routed = (self.params - self.active_params) * e / (e - k)
+        return self.params - routed, routed
+
+    @property
+    def routing(self) -> tuple[float, float]:
+        """(E, k): routed experts and those each token picks; (1, 1) for a dense model."""
+        return (self.n_experts, self.n_active_experts) if self.is_moe else (1.0, 1.0)
+
+    # ------------------------------------------------------------- attention
+    @property
+    def d_attn(self) -> float:
+        """Width of the attention products per token: h · d_h (MLA: h · (qk + v) / 2).
+
+        MLA's query-key heads (nope + rope dims, 192 on DeepSeek-V3) are wider than its
+        value heads (128): QKᵀ and AV each count their own width, so the mean stands for both.
+        """
+        if self.attention == "mla":
+            return self.n_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim) / 2.0
+        return float(self.n_heads * self.head_dim)
+
+    def window(self) -> dict[str, float]:
+        """The sliding window as the attention-FLOPs formulas take it: W (∞ when none) and L_w."""
+        return {"window_tokens": self.window_tokens, "window_layers": float(self.n_sliding_layers)}
+
     # ------------------------------------------------------------- KV cache
     def kv_values_per_token(self) -> int:
         """Cached values per token over all layers.

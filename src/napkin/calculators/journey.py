@@ -21,7 +21,7 @@ import msgspec
 
 from napkin import catalog, units
 from napkin.calculators import Calculator
-from napkin.calculators.basics import kv_held, kv_step
+from napkin.calculators.steps import kv_held, kv_step
 from napkin.derivation import Report, Step
 from napkin.errors import InputError
 from napkin.formulas import cost, flops, journey as jf, memory as mem, roofline as roof, serving
@@ -319,9 +319,7 @@ def run_journey(req: JourneyRequest) -> Report:
     per_tok = r.step("flops_per_token", "2 · N_active", value=flops.forward_flops_per_token(n_active), unit="flops",
                      N_active=(n_active, "count"))
     d_attn = attention_width(m)
-    from napkin.calculators.serve import window_of
-
-    window = window_of(m)  # as serve counts it: no window gives exactly 2 · L · T² · d_attn
+    window = m.window()  # as serve counts it: no window gives exactly 2 · L · T² · d_attn
     attn_prefill = serving.prefill_attention_flops(m.n_layers, d_attn=d_attn, new_tokens=prompt_tokens, **window)
     r.step("prefill_attention_flops", "2 · L · T² · d_attn  (causal)" + (
         f"; {m.n_sliding_layers} layers attend to at most {m.window_tokens:,.0f} tokens" if m.n_sliding_layers else ""),

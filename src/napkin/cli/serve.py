@@ -157,10 +157,10 @@ class _PlanGroup(click.Group):
 
 
 def _plan_after(report: Any, req: Any, params: dict) -> bool:
-    from napkin.plan.serve import _charts
+    from napkin import calculators
 
     if params.get("chart"):
-        write_chart(report, _charts, params["chart"], params.get("chart_name"), "pareto")
+        write_chart(report, calculators.get("plan-serve").charts, params["chart"], params.get("chart_name"), "pareto")
     print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
                       tables=[("ranking", "cheapest configurations that meet both objectives:", PLAN_COLUMNS),
                               ("pareto_front", "Pareto front, tokens/s per GPU against tokens/s per user "
