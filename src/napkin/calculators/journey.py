@@ -28,7 +28,7 @@ from napkin.formulas import cost, flops, journey as jf, memory as mem, roofline 
 from napkin.hardware import COMPUTE_FALLBACK, Accelerator, bytes_per_value
 from napkin.model import ModelSpec
 from napkin.request import basis_of, field
-from napkin.tokenize import CHOICES as ENCODING_CHOICES
+from napkin.token_count import CHOICES as ENCODING_CHOICES
 from napkin.units import HOUR, MINUTE
 
 SEED_PROMPT = "Why is the sky red at sunset but blue at noon?"
@@ -156,7 +156,7 @@ class _Walk:
 
 # ------------------------------------------------------------------------------------ run
 def run_journey(req: JourneyRequest) -> Report:
-    from napkin import tokenize
+    from napkin import token_count as tokenize
 
     m = catalog.model(req.model)
     g = catalog.gpu(req.gpu)
