@@ -224,7 +224,7 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
             write_config(save, to_raw(req), command=name or calc_name)
         report = calc.run(req)
         if after is not None:
-            replaced = after(report, req, dict(params, as_json=as_json, explain=explain))
+            replaced = after(report, req, dict(params, as_json=as_json, explain=explain, cite=cite))
             if replaced is False:
                 return
             if replaced is not None:

@@ -18,9 +18,10 @@ def api_request_usd(*, uncached_tokens: float, cache_write_tokens: float, cache_
     from it. Returns the line items and their total.
     Trap: billing cached tokens again as input (they are instead of input, not as well); and
     quoting output at the input price: output is 4-8x dearer because decode holds the GPUs
-    serially (seed 003, "the roofline, invoiced").
-    Source: seed 003 receipt (1,000 in at $3/M + 300 out at $15/M = $0.0075); provider
-    pricing pages for cache write and read.
+    serially.
+    Source: Anthropic API pricing for Claude Sonnet 4 (1,000 in at $3/M + 300 out at $15/M
+    = $0.0075), and the providers' pricing pages for cache writes, reads and batch discounts
+    (each catalog price names its page).
     """
     keep = 1.0 - batch_discount
     items = {
@@ -39,6 +40,7 @@ def agent_loop_inputs(input_tokens: float, *, history_growth: float, calls: int)
     An agent re-sends its whole history on every call, so the task's input tokens grow as
     calls · input + growth · calls · (calls − 1) / 2: quadratic in the number of calls.
     Trap: $/token hides this; the honest unit for agents is $/task.
-    Source: seed 003, "$/token is the wrong unit for agents".
+    Source: the chat-completions APIs are stateless: each call carries the whole
+    conversation (OpenAI and Anthropic API references, messages parameter).
     """
     return [input_tokens + i * history_growth for i in range(int(calls))]

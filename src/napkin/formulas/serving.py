@@ -63,8 +63,9 @@ def moe_weights_read_bytes(batch: Any, *, shared_bytes: float, routed_bytes: flo
     as B grows it tends to the total. A dense model has routed_bytes = 0.
     Trap: reading only the active parameters at every batch: DeepSeek-V3 at batch 64
     touches ~87% of its 256 experts per layer, so a batched step moves like a 671B model.
-    Source: seed 004 ("moves like a 37B model for compute, and like a 671B model for
-    memory"); the expected number of distinct experts is the coupon-collector fraction.
+    Source: DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437): 671B
+    parameters, 37B activated per token, 8 of 256 routed experts; the expected share of
+    experts some token picks is the coupon-collector fraction 1 − (1 − k/E)^B.
     """
     return shared_bytes + routed_bytes * (1.0 - (1.0 - n_active_experts / n_experts) ** batch)
 
@@ -98,7 +99,8 @@ def max_batch(usable_bytes_per_gpu: Any, *, weights_bytes_per_gpu: Any, shared_k
     """B_max = floor((usable − weights − shared KV) / KV per sequence), at least 0
 
     Trap: the cache is per sequence: "fits for one user" and "fits for the launch" differ by B.
-    Source: seed 004, "kv_total = kv_bytes_per_token × context × concurrent_sequences".
+    Source: Kwon et al. 2023, vLLM / PagedAttention (arXiv:2309.06180), section 2: the KV
+    cache grows with every sequence's context and bounds the batch.
     """
     room = usable_bytes_per_gpu - weights_bytes_per_gpu - shared_kv_bytes_per_gpu
     return _maximum(room // kv_bytes_per_sequence_per_gpu, 0.0 * room)
@@ -118,7 +120,7 @@ def decode_flops_per_token(active_params: Any, *, n_layers: float, d_attn: float
     (70B at 128k context: +0.34 TFLOP per token over the 2N of 0.14 TFLOP); and the full
     context on sliding-window layers: Mistral 7B at 32k context is 16.6 GFLOP per token,
     not 31.5.
-    Source: seed 004, "flops_per_token ≈ 2 × active_params"; Kaplan et al. 2020, table 1;
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (2N per token plus 2 · L · ctx · d);
     Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), section 2 "Sliding Window Attention"
     (each layer attends to at most W = 4096 previous tokens); Gemma Team 2024, Gemma 2
     (arXiv:2408.00118), section 2 (local sliding-window layers of 4096 alternate with global ones).
@@ -164,8 +166,8 @@ def prefill_attention_flops(n_layers: float, *, d_attn: float, new_tokens: Any, 
     Trap: 2·N·T alone ignores this term, which grows with T²: at 100k tokens on a 405B
     model it adds half again to the 2N figure; and the opposite error on a sliding-window
     model: Mistral 7B at a 32k prompt is 64.3 TFLOP of attention, not 268.
-    Source: seed 003, "Where 2N bends"; seed 001, "ignoring attention at long context";
-    Mistral 7B (arXiv:2310.06825), section 2 sliding window; Gemma 2 (arXiv:2408.00118),
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (the attention term of the
+    forward pass); Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B; Mistral 7B (arXiv:2310.06825), section 2 sliding window; Gemma 2 (arXiv:2408.00118),
     section 2, alternating local (4096) and global layers.
     """
     half = 0.5 if causal else 1.0
@@ -185,7 +187,8 @@ def tp_allreduce_seconds(message_bytes: Any, *, tp: Any, link_bytes_per_s_per_di
     Trap: at decode the message is tiny (B · d · 2 bytes: 16 KB for 70B at batch 1) so
     the latency, not the bandwidth, is the cost; and one-way bytes go over one direction
     of the link (450 GB/s of NVLink's 900).
-    Source: seed 004 ring all-reduce; per-collective latency as in nccl-tests.
+    Source: Patarasuk and Yuan 2009, bandwidth optimal all-reduce (the ring's
+    2 · (n − 1) / n volume per rank); per-collective latency as nccl-tests reports it.
     """
     volume = 2.0 * (tp - 1.0) / tp * message_bytes
     return volume / link_bytes_per_s_per_direction + latency_s * (tp > 1)
@@ -320,7 +323,8 @@ def request_latency_seconds(ttft_s: Any, *, tpot_s: Any, output_tokens: Any) -> 
 
     The prefill emits the first token; each later one costs a decode step.
     Trap: output · TPOT double-counts the first token.
-    Source: seed 003 (200 ms + 299 × 30 ms ≈ 9.3 s).
+    Source: the TTFT / TPOT split of serving benchmarks (e.g. MLPerf Inference's LLM
+    latency constraints): 200 ms + 299 × 30 ms ≈ 9.2 s for 300 tokens.
     """
     return ttft_s + (output_tokens - 1.0) * tpot_s
 
@@ -334,7 +338,7 @@ def speculative_tokens_per_pass(acceptance: Any, *, draft_tokens: int) -> Any:
     which is the closed form without its 0/0 at a = 1.
     Trap: k · a: it ignores that one rejection discards every later draft token.
     Source: Leviathan et al. 2023, "Fast Inference from Transformers via Speculative
-    Decoding", eq. 1; seed 003 (2-3x, identical output).
+    Decoding" (arXiv:2211.17192), eq. 1 (2-3x speed-ups with an output identical to the target's).
     """
     total = 0.0 * acceptance
     for i in range(int(draft_tokens) + 1):
@@ -362,8 +366,8 @@ def compute_bound_batch(step_seconds_parts: Any, *, limit: int = 1 << 24) -> flo
     compute, so no batch is compute-bound.
     Trap: quoting the ridge alone: KV reads grow with the batch too, pushing B* up, and at
     long context they keep the step memory-bound at any batch.
-    Source: seed 004 ridge; "How big can the decode batch get before the step becomes
-    compute-bound?" (seed 000).
+    Source: Williams et al. 2009 (the ridge of the roofline); Kwon et al. 2023, vLLM
+    (arXiv:2309.06180), on decode throughput growing with the batch until compute binds.
     """
     def crossed(b: int) -> bool:
         mem, comp = step_seconds_parts(float(b))
