@@ -116,11 +116,11 @@ def write_chart(report: Any, calc_charts: Callable[[Any], dict], path: str, name
 
 # ------------------------------------------------------------------------------- serve
 def _serve_after(report: Any, req: Any, params: dict) -> bool:
-    from napkin.charts.serve import serve_charts
+    from napkin import calculators
 
     if params.get("chart"):
         default = "waterfall" if report.get("waterfall") else "roofline"
-        write_chart(report, serve_charts, params["chart"], params.get("chart_name"), default)
+        write_chart(report, calculators.get("serve").charts, params["chart"], params.get("chart_name"), default)
     print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("waterfall", "waterfall (each change on top of the ones before):", WATERFALL_COLUMNS)])
     return False

@@ -31,12 +31,12 @@ class Workload:
     kv_shards: float
 
 
-def step_parts(s: Setup, w: Workload, batch: Any, *, pp: Any = None, tokens_per_sequence: float = 1.0) -> sv.StepParts:
-    """The decode step's (memory, compute, comm) seconds of one stage on one GPU of this replica."""
+def step_inputs(s: Setup, w: Workload, *, pp: Any = None, tokens_per_sequence: float = 1.0) -> dict[str, Any]:
+    """The decode step formula's inputs (plain numbers) for this replica and workload, all but the batch."""
     m = w.model
     e, k = m.routing
-    return sv.decode_step_parts(
-        batch, tp=s.tp, pp=s.pp if pp is None else pp, n_layers=m.n_layers, d_model=m.d_model,
+    return dict(
+        tp=s.tp, pp=s.pp if pp is None else pp, n_layers=m.n_layers, d_model=m.d_model,
         shared_weight_bytes=w.shared_weight_bytes, routed_weight_bytes=w.routed_weight_bytes, n_experts=e,
         n_active_experts=k, kv_read_bytes_per_sequence=w.kv_read_bytes_per_sequence, kv_shards=w.kv_shards,
         flops_per_token=w.flops_per_token, memory_bytes_per_s=s.bw, dense_flops_per_s=s.peak,
@@ -97,7 +97,7 @@ def workload(r: Report, s: Setup, req: ServeRequest, fit: Memory) -> Workload:
 def decode(r: Report, s: Setup, req: ServeRequest, w: Workload, *, far: bool, max_batch: int) -> float:
     """The decode step's seconds at the request's batch, with its parts, what binds and the compute-bound batch."""
     m, g = s.m, s.g
-    parts = step_parts(s, w, req.batch)
+    parts = sv.decode_step_parts(req.batch, **step_inputs(s, w))
     mem_s, comp_s, comm_s = (float(x) for x in parts)
     b_micro = float(sv.microbatch(req.batch, pp=s.pp))
     r.step("decode_memory_s", "bytes_per_gpu / (bw · η_bw)", value=mem_s, unit="seconds",
@@ -132,8 +132,10 @@ def decode(r: Report, s: Setup, req: ServeRequest, w: Workload, *, far: bool, ma
 def compute_bound(r: Report, s: Setup, w: Workload, *, max_batch: int) -> None:
     """The smallest batch whose step computes as long as it streams, against the batch memory holds."""
 
+    inputs = step_inputs(s, w)
+
     def memory_and_compute(bb: float) -> tuple[float, float]:
-        p = step_parts(s, w, bb)
+        p = sv.decode_step_parts(bb, **inputs)
         return float(p.memory_s), float(p.compute_s)
 
     cbb = sv.compute_bound_batch(memory_and_compute)

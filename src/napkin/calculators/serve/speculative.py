@@ -11,7 +11,7 @@ from napkin.derivation import Report
 from napkin.formulas import serving as sv
 from napkin.model import ModelSpec
 
-from .decode import Workload, step_parts
+from .decode import Workload, step_inputs
 from .inputs import Setup
 from .request import ServeRequest
 
@@ -34,10 +34,10 @@ def speculative(r: Report, s: Setup, req: ServeRequest, dm: ModelSpec, target: W
     etok = r.step("spec_tokens_per_pass", "(1 − a^(k+1)) / (1 − a)",
                   value=float(sv.speculative_tokens_per_pass(a, draft_tokens=k)), unit="number", a=a, k=k,
                   cites=sv.speculative_tokens_per_pass)
-    draft = step_parts(s, draft_workload(s, req, dm), req.batch, pp=1)
+    draft = sv.decode_step_parts(req.batch, **step_inputs(s, draft_workload(s, req, dm), pp=1))
     d_step = r.step("draft_step_s", "max(memory, compute) + comm of one draft step (same GPUs, TP only)",
                     value=float(sv.step_seconds(draft, pp=1)), unit="seconds", cites=sv.decode_step_parts)
-    verify = step_parts(s, target, req.batch, tokens_per_sequence=k + 1.0)
+    verify = sv.decode_step_parts(req.batch, **step_inputs(s, target, tokens_per_sequence=k + 1.0))
     v_step = r.step("verify_step_s", "decode step with k + 1 tokens per sequence (FLOPs and messages × (k+1))",
                     value=float(sv.step_seconds(verify, pp=s.pp)), unit="seconds", k=k, cites=sv.decode_step_parts)
     pass_s = r.step("spec_pass_s", "k · draft_step_s + verify_step_s",
