@@ -4,6 +4,7 @@ cached prefix) and the time to the first token, from the prefill step of formula
 from __future__ import annotations
 
 from napkin.derivation import Report
+from napkin.formulas import flops
 from napkin.formulas import serving as sv
 
 from .inputs import Setup, beyond_scale_up
@@ -17,8 +18,9 @@ def prefill_flops(r: Report, s: Setup, req: ServeRequest) -> float:
     m = s.m
     prefix = req.cached_prefix
     new = req.prompt - prefix
-    lin = r.step("prefill_linear_flops", "2 · N_active · (prompt − cached_prefix)", value=2.0 * m.active_params * new,
-                 unit="flops", N_active=(m.active_params, "count"), tokens=(new, "count"))
+    lin = r.step("prefill_linear_flops", "2 · N_active · (prompt − cached_prefix)",
+                 value=flops.prefill_flops(m.active_params, prompt_tokens=new), unit="flops",
+                 N_active=(m.active_params, "count"), tokens=(new, "count"), cites=flops.prefill_flops)
     causal = req.convention != "full"
     attn_full = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix,
                                                  causal=causal, **m.window()))
@@ -38,8 +40,9 @@ def prefill_flops(r: Report, s: Setup, req: ServeRequest) -> float:
                       "4 · L · d_attn · T · (P + T/2)" if causal else "4 · L · d_attn · T · (P + T)",
                       value=attn_full, unit="flops", L=m.n_layers, d_attn=m.d_attn, T=(new, "count"),
                       P=(prefix, "count"), cites=sv.prefill_attention_flops)
-    pf = r.step("prefill_flops", "prefill_linear_flops + prefill_attention_flops", value=lin + attn, unit="flops",
-                note=f"FLOPs convention: {req.convention}")
+    pf = r.step("prefill_flops", "prefill_linear_flops + prefill_attention_flops",
+                value=flops.prefill_flops(m.active_params, prompt_tokens=new, attention_flops=attn), unit="flops",
+                note=f"FLOPs convention: {req.convention}", cites=flops.prefill_flops)
     share = attn_full / lin
     if share > LONG_CONTEXT_SHARE:
         if req.convention == "2N":

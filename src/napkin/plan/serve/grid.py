@@ -14,6 +14,7 @@ from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import capacity as cap
 from napkin.formulas import cost as costf
+from napkin.formulas import flops
 from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
@@ -113,8 +114,8 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         fits = W / n + kv_gpu <= H["mem"] * req.usable
         # prefill (TP shortens it; pipeline stages take turns), attention capped by any window as in `napkin serve`
         new = req.prompt - prefix
-        pf = 2.0 * m.active_params * new + sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new,
-                                                                       cached_tokens=prefix, **m.window())
+        pf = flops.prefill_flops(m.active_params, prompt_tokens=new, attention_flops=sv.prefill_attention_flops(
+            m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix, **m.window()))
         ttft = sv.step_seconds(sv.prefill_step_parts(
             pf, weights_bytes=W, tp=t, n_layers=m.n_layers, d_model=m.d_model, new_tokens=new,
             memory_bytes_per_s=H["bw"], dense_flops_per_s=H["peak"], bandwidth_efficiency=req.bandwidth_efficiency,
