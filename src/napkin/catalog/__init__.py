@@ -81,16 +81,26 @@ def gpu(name: str, field: str = "gpu") -> Accelerator:
 
 
 def model(name: str, field: str = "model") -> ModelSpec:
-    """A model by catalog key or alias, or from a Hugging Face config.json (file or folder)."""
-    text = str(name)
-    if os.sep in text or text.endswith(".json") or Path(text).is_dir():
-        from napkin.catalog.hf import load_config
+    """A model by catalog key or alias, a Hugging Face config.json (file or folder), or a
+    Hugging Face repo id (``org/name``) found in the local Hugging Face cache.
 
-        return load_config(text, field=field)
+    Order: catalog name, then an existing path, then a repo id in the cache (never the
+    network), then a path-looking name (which fails with the config.json error).
+    """
+    text = str(name)
     key = _model_index().get(_norm(text))
-    if key is None:
-        raise UnknownName("model", text, list(models()), field=field)
-    return models()[key]
+    if key is not None:
+        return models()[key]
+    from napkin.catalog import hf, hf_cache
+
+    if Path(text).expanduser().exists():
+        return hf.load_config(text, field=field)
+    if hf_cache.is_repo_id(text):
+        path = hf_cache.cached_config(text, field=field)
+        return hf.spec_from_config(hf._read(path, field), path, field, name=text)
+    if os.sep in text or "/" in text or text.endswith(".json"):
+        return hf.load_config(text, field=field)
+    raise UnknownName("model", text, list(models()), field=field)
 
 
 class Default(msgspec.Struct, kw_only=True, frozen=True):
