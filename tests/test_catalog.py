@@ -498,3 +498,36 @@ def test_new_enum_fields_are_checked(field, value):
 
     with pytest.raises(InputError, match=field):
         msgspec.structs.replace(MODELS["qwen3-8b"], **{field: value})
+
+
+# ------------------------------------------------------------ reported memory capacity
+MiB = 2**20
+
+
+@pytest.mark.parametrize("key", sorted(GPUS))
+def test_reported_memory_is_sourced_or_said_missing(key):
+    """Issue 13: the capacity a part reports to the runtime, beside the datasheet's round figure."""
+    g = GPUS[key]
+    if g.memory_bytes_reported is None and g.memory_bytes_runtime is None:
+        assert "No public printout" in g.note and not g.memory_reported_source
+        return
+    assert g.memory_reported_source.strip()
+    for value in (g.memory_bytes_reported, g.memory_bytes_runtime):
+        if value is not None:
+            assert 0.99 * g.memory_bytes <= value <= 1.1 * g.memory_bytes
+    if g.memory_bytes_reported and g.memory_bytes_runtime:
+        # the runtime total is the driver's less what the driver and context keep (0 to 1 GiB)
+        assert 0 <= g.memory_bytes_reported - g.memory_bytes_runtime < GiB
+
+
+def test_reported_memory_anchors():
+    """The printouts as their sources state them (nvidia-smi MiB, PyTorch GiB, rocm-smi bytes)."""
+    assert GPUS["h100-sxm"].memory_bytes_reported == 81559 * MiB  # vLLM issue #55169
+    assert GPUS["a100-pcie-80gb"].memory_bytes_reported == 81920 * MiB  # ml-engineering debug.md
+    assert GPUS["h200"].memory_bytes_runtime == round(139.80 * GiB)  # 'total capacity of 139.80 GiB'
+    assert GPUS["b200"].memory_bytes_runtime == round(178.35 * GiB)
+    assert GPUS["mi300x"].memory_bytes_reported == 196288 * MiB == 205_822_885_888
+    # an "80GB" H100 holds 6.9% more than 80e9: the issue's "max batch about 7% short"
+    assert GPUS["h100-sxm"].memory_bytes_reported / GPUS["h100-sxm"].memory_bytes - 1 == pytest.approx(0.069, abs=5e-4)
+    for weak in ("a100-sxm-80gb", "h200", "mi300x"):
+        assert "weak" in GPUS[weak].memory_reported_source

@@ -177,6 +177,8 @@ def catalog_rows(which: str) -> list[dict[str, Any]]:
             d = msgspec.to_builtins(m)
             d["params"] = m.params
             d["active_params"] = m.active_params
+            d["checkpoint_params"] = m.checkpoint_params  # with a shipped vision encoder
+            d["quantized_params"] = m.quantized_params()  # held at weight_precision
             d["kv_bytes_per_token_bf16"] = m.kv_bytes_per_token(2.0)
             out.append(d)
         return out
