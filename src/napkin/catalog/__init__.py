@@ -7,6 +7,7 @@ UnknownName with the closest matches, never a silent fallback.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 import tomllib
@@ -15,9 +16,28 @@ from typing import Any
 
 import msgspec
 
+from napkin.catalog import prices
+from napkin.catalog.prices import (
+    STALE_AFTER_DAYS,
+    ApiPricePoint,
+    GpuOffer,
+    api_price_history,
+    api_price_series,
+    gpu_hour_offers,
+    is_stale,
+    latest_offers,
+    price_age_days,
+)
 from napkin.errors import InputError, NapkinError, UnknownName
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
+
+__all__ = [
+    "STALE_AFTER_DAYS", "ApiPricePoint", "Default", "GpuHourPrice", "GpuOffer", "api_price_history",
+    "api_price_series", "catalog_rows", "default", "default_value", "defaults", "gpu", "gpu_hour_offers",
+    "gpu_hour_price", "gpu_hour_prices", "gpus", "is_stale", "latest_offers", "model", "models",
+    "price_age_days", "table",
+]
 
 HERE = Path(__file__).parent
 
@@ -149,6 +169,10 @@ class GpuHourPrice(msgspec.Struct, kw_only=True, frozen=True):
         """The lowest documented price, or the reference price when the source gives no range."""
         return self.low_usd_per_gpu_hour if self.low_usd_per_gpu_hour is not None else self.usd_per_gpu_hour
 
+    def age_days(self, on: "datetime.date | None" = None) -> int:
+        """Days from this price's date to ``on`` (today when not given); see catalog.is_stale."""
+        return price_age_days(self.date, on)
+
 
 @functools.cache
 def gpu_hour_prices() -> dict[str, GpuHourPrice]:
@@ -182,10 +206,15 @@ def catalog_rows(which: str) -> list[dict[str, Any]]:
             d["kv_bytes_per_token_bf16"] = m.kv_bytes_per_token(2.0)
             out.append(d)
         return out
-    if which == "prices":
+    if which == "prices":  # the reference GPU-hour and current API prices (the dated offers: "offers")
         out = []
         for section, entries in table("prices").items():
-            for key, entry in entries.items():
-                out.append({"kind": section, "key": key, **entry})
+            if isinstance(entries, dict):
+                for key, entry in entries.items():
+                    out.append({"kind": section, "key": key, **entry})
         return out
-    raise InputError("table", which, "must be gpus, models or prices")
+    if which == "offers":
+        return prices.offer_rows()
+    if which == "api_history":
+        return prices.api_history_rows()
+    raise InputError("table", which, "must be gpus, models, prices, offers or api_history")
