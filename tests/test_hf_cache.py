@@ -160,3 +160,8 @@ def test_nothing_is_fetched(hub, monkeypatch):
     with pytest.raises(InputError):
         catalog.model("meta-llama/Llama-3.1-70B-Instruct")
     assert os.environ["HF_HUB_CACHE"] == str(hub)
+
+
+def test_a_missing_json_path_is_a_path_error_not_a_cache_miss(hub):
+    with pytest.raises(InputError, match="is not a config.json file"):
+        catalog.model("configs/my.json")

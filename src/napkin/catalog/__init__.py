@@ -113,7 +113,7 @@ def model(name: str, field: str = "model") -> ModelSpec:
         return models()[key]
     from napkin.catalog import hf, hf_cache
 
-    if Path(text).expanduser().exists():
+    if Path(text).expanduser().exists() or text.endswith(".json"):
         return hf.load_config(text, field=field)
     if hf_cache.is_repo_id(text):
         path = hf_cache.cached_config(text, field=field)

@@ -64,7 +64,8 @@ def cached_config(repo_id: str, field: str = "model", env: dict[str, str] | None
     repo_dir = cache / f"models--{org}--{name}"
     snapshot = _snapshot(repo_dir)
     if snapshot is None:
-        raise InputError(field, repo_id, f"is not in the local Hugging Face cache ({cache})", fetch_hint(repo_id))
+        raise InputError(field, repo_id, f"is not in the local Hugging Face cache ({cache}) nor a local path",
+                         fetch_hint(repo_id))
     config = snapshot / "config.json"
     try:
         resolved = config.resolve(strict=True)
