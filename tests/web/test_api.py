@@ -6,7 +6,6 @@ and with bad input; the worked-example values are checked against the seeds (ids
 
 from __future__ import annotations
 
-import importlib
 import json
 import shlex
 import sys
@@ -26,26 +25,12 @@ from napkin.web.examples import EXAMPLES
 from tests.conftest import approx, worked
 from tests.web.steplog import step_log_csv
 
-BUILT = web.available()
-NOT_BUILT = [n for n in calculators.CALCULATORS if n not in BUILT]
+ALL = list(calculators.CALCULATORS)  # every registered calculator: one that fails to load fails here
 
 
 @pytest.fixture(scope="module")
 def client():
     return TestClient(web.create_app(warm=False))
-
-
-def cli_built(name: str) -> bool:
-    """Whether `napkin <command>` exists in this build (the calculator may land before its command)."""
-    from napkin.cli import COMMANDS
-
-    words = web.command_words(name)[1:]
-    module, attr = COMMANDS[words[0]][0].split(":")
-    try:
-        cmd = getattr(importlib.import_module(module), attr)
-    except (ModuleNotFoundError, AttributeError):
-        return False
-    return len(words) == 1 or words[1] in getattr(cmd, "commands", {})
 
 
 # calculators whose tab needs a file: the fields and the upload a test sends
@@ -82,7 +67,7 @@ def python_report(name: str) -> str:
 def test_api_lists_every_built_calculator_with_fields_units_and_bounds(client):
     body = client.get("/api").json()
     names = [c["name"] for c in body["calculators"]]
-    assert names == BUILT
+    assert names == ALL
     memory = next(c for c in body["calculators"] if c["name"] == "memory")
     assert memory["title"] == "Memory"
     assert memory["needs_measuring"].startswith("activation memory")
@@ -113,27 +98,23 @@ def test_api_describes_one_calculator(client):
     assert units_of[("optimal", "ratio")] == "tokens/param"
 
 
-@pytest.mark.parametrize("name", list(calculators.CALCULATORS))
-def test_every_registered_calculator_answers_or_says_it_is_not_built(client, name):
-    r = post_example(client, name)
-    if name in NOT_BUILT:
-        assert r.status_code == 404
-        assert r.json()["message"] == f"calculator {name!r} is not part of this build yet"
-        return
+@pytest.mark.parametrize("name", ALL)
+def test_every_registered_calculator_answers_its_worked_example(client, name):
     assert name in EXAMPLES, f"add the worked example the {name} tab opens with to napkin.web.examples"
+    r = post_example(client, name)
     assert r.status_code == 200, r.text
     assert "derivation" in r.json()
 
 
 # --------------------------------------------------------- POST /api/<name> == --json
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("name", ALL)
 def test_post_returns_exactly_what_the_python_report_gives(client, name):
     r = post_example(client, name)
     assert r.headers["content-type"] == "application/json"
     assert r.text == python_report(name)
 
 
-@pytest.mark.parametrize("name", [n for n in BUILT if cli_built(n)])
+@pytest.mark.parametrize("name", ALL)
 def test_post_equals_the_cli_json_and_the_copied_command_reproduces_it(client, run_cli, name, tmp_path,
                                                                         monkeypatch):
     raw, files = request_for(name)
@@ -249,7 +230,7 @@ def _unit_field(name: str) -> str:
     raise AssertionError(f"{name} has no unit field")
 
 
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("name", ALL)
 def test_bad_value_is_422_naming_the_field_the_value_and_the_fix(client, name):
     field = _unit_field(name)
     raw, files = request_for(name)
@@ -264,7 +245,7 @@ def test_bad_value_is_422_naming_the_field_the_value_and_the_fix(client, name):
     assert post(client, name, raw, "/view", files).json() == body
 
 
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("name", ALL)
 def test_unknown_field_is_422_with_the_closest_names(client, name):
     r = post(client, name, {"no_such_field": 1})
     assert r.status_code == 422

@@ -120,18 +120,6 @@ class BodyTooLarge(NapkinError):
                 "fix": f"send at most {units.format(self.limit, 'bytes', binary=True)}", "message": str(self)}
 
 
-class NotBuilt(NapkinError):
-    """A calculator in the registry whose module is not part of this build yet."""
-
-    def __init__(self, name: str):
-        self.name = name
-        super().__init__(f"calculator {name!r} is not part of this build yet")
-
-    def to_dict(self) -> dict:
-        return {"field": "calculator", "value": self.name, "problem": "is not part of this build yet",
-                "fix": "GET /api lists the calculators that are", "message": str(self)}
-
-
 class Upload:
     """An uploaded file, held in memory: the name it had and its bytes."""
 
@@ -149,34 +137,14 @@ class Upload:
 
 # ------------------------------------------------------------------------------ calculators
 def calculator(name: str) -> Any:
-    """The registered Calculator (UnknownName for a name not in the registry)."""
+    """The registered Calculator (UnknownName for a name not in the registry).
+
+    A registered calculator whose module fails to import raises: the request is a 500 and
+    the log names the module, never a calculator quietly missing from the page.
+    """
     from napkin import calculators
 
-    if name not in calculators.CALCULATORS:
-        raise UnknownName("calculator", name, list(calculators.CALCULATORS))
-    try:
-        return calculators.get(name)
-    except UnknownName:
-        raise
-    except NapkinError:
-        raise NotBuilt(name) from None
-
-
-def available() -> list[str]:
-    """Calculators that load in this build; one that fails to import is logged and left out."""
-    from napkin import calculators
-
-    out = []
-    for name in calculators.CALCULATORS:
-        try:
-            calculators.get(name)
-        except NapkinError:
-            continue
-        except Exception:  # a module another engineer is still writing must not take the page down
-            log.exception("calculator %s failed to load", name)
-            continue
-        out.append(name)
-    return out
+    return calculators.get(name)
 
 
 def command_words(name: str) -> list[str]:
@@ -616,8 +584,6 @@ def api(fn: Callable) -> Callable:
             return await fn(request)
         except BodyTooLarge as exc:
             return _error(413, exc)
-        except NotBuilt as exc:
-            return _error(404, exc)
         except UnknownName as exc:
             if exc.what == "calculator":
                 return _error(404, exc)
@@ -690,35 +656,21 @@ async def _read_multipart(request: Request) -> dict[str, Any]:
     return raw
 
 
-_listing: dict[str, bytes] = {}
-
-
 async def list_calculators(request: Request) -> Response:
-    """GET /api: built once per process (calculators that land later appear on the next start)."""
-    if "body" not in _listing:
-        _listing["body"] = await run_in_threadpool(_listing_body)
-    return Response(_listing["body"], media_type="application/json")
+    """GET /api: built once per app, on the first request that succeeds."""
+    state = request.app.state
+    if getattr(state, "listing", None) is None:
+        state.listing = await run_in_threadpool(_listing_body)
+    return Response(state.listing, media_type="application/json")
 
 
 def _listing_body() -> bytes:
-    from napkin import catalog
+    from napkin import calculators, catalog
 
-    try:
-        gpus = sorted(catalog.gpus())
-        models = sorted(catalog.models())
-    except Exception:
-        log.exception("catalog failed to load")
-        gpus, models = [], []
-    calcs = []
-    for name in available():
-        try:
-            calcs.append(describe_calculator(name))
-        except Exception:
-            log.exception("could not describe %s", name)
     return json.dumps({
         "napkin": __version__,
-        "calculators": calcs,
-        "catalog": {"gpus": gpus, "models": models},
+        "calculators": [describe_calculator(name) for name in calculators.available()],
+        "catalog": {"gpus": sorted(catalog.gpus()), "models": sorted(catalog.models())},
         "limits": {"json_bytes": MAX_JSON_BYTES, "upload_bytes": MAX_UPLOAD_BYTES, "grid": WEB_GRID_CAP},
     }, ensure_ascii=False, allow_nan=False).encode()
 
