@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from napkin import __version__
+from napkin.version import __version__
 
 # name -> ("module:attribute" of a click command, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
