@@ -77,6 +77,12 @@ def server(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def cited_server(tmp_path_factory) -> str:
+    """The same with a test calculator whose step cites its formula (tests/web/cited.py)."""
+    yield from _serve("from tests.web import cited; cited.register(); ", tmp_path_factory.mktemp("cited-server"))
+
+
+@pytest.fixture(scope="session")
 def screenshots(tmp_path_factory) -> Path:
     """Where the tests photograph the page: a temporary folder (pytest keeps the last few runs' for review)."""
     return tmp_path_factory.mktemp("screenshots")
@@ -120,4 +126,10 @@ class Watch:
 def watch(page, server) -> Watch:
     page.set_default_timeout(10_000)
     return Watch(page, server)
+
+
+@pytest.fixture
+def cited_watch(page, cited_server) -> Watch:
+    page.set_default_timeout(10_000)
+    return Watch(page, cited_server)
 

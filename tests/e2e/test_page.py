@@ -193,3 +193,25 @@ def test_a_phone_wide_page_does_not_scroll_sideways(page, server, watch, calc):
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
     watch.assert_clean(allow=("status of 422",))
 
+
+def test_the_working_shows_each_steps_formula_trap_and_source(page, cited_server, cited_watch, screenshots):
+    """Each step of the working shows the formula function that computed it, its trap and its source
+    (from its docstring, as `--explain --cite` prints them); each default its source."""
+    page.goto(cited_server + "?calc=cited&params=70B")
+    expected = api(cited_server, "/api/cited/view", {"params": "70B"})
+    weights = expected["citations"][0]
+    assert weights["function"] == "memory.weights_bytes"
+    first, second = page.locator("#derivation li").all()
+    expect(first.locator("code")).to_have_text(expected["derivation"][0])
+    expect(first.locator("dd.formula")).to_have_text("memory.weights_bytes: weights_bytes = N · bytes_per_param")
+    expect(first.locator("dd.trap")).to_have_text(weights["trap"])
+    expect(first.locator("dd.trap")).to_contain_text("16 is bits per parameter, not gigabytes")
+    expect(first.locator("dd.source")).to_have_text(weights["source"])
+    expect(second.locator("dl.cite")).to_have_count(0)  # a step no formula function computed cites nothing
+    mfu = page.locator("#assumptions tr", has_text="mfu")
+    expect(mfu.locator(".source")).to_have_text(
+        f"source: {expected['assumptions'][0]['source']}; replaced by: {expected['assumptions'][0]['replaced_by']}")
+    expect(mfu.locator(".source")).to_contain_text("The Llama 3 Herd of Models")
+    page.locator("#derivation").screenshot(path=str(screenshots / "cited-derivation.png"))
+    cited_watch.assert_clean()
+

@@ -4,10 +4,12 @@
   default), what a result establishes and what needs measuring, and the worked example
   each tab opens with.
 * ``POST /api/<name>`` takes the calculator's request (the CLI's fields, raw values: unit
-  strings or numbers) and returns exactly what ``napkin <name> --json`` prints.
+  strings or numbers) and returns exactly what ``napkin <name> --json`` prints; with
+  ``?cite=1``, exactly what ``napkin <name> --json --cite`` prints (each step's formula
+  function with its equation, trap and source; each default's source).
   Invalid input gets 422 with ``{field, value, problem, fix, message}``; never a traceback.
 * ``POST /api/<name>/view`` is what the page calls: the same report plus the formatted
-  rows, the derivation as text, the charts and the equivalent CLI command.
+  rows, the working with its citations, the charts and the equivalent CLI command.
 * ``POST /api/<name>/charts`` and ``POST /api/<name>/cli`` return those parts alone.
 """
 
@@ -31,6 +33,10 @@ from napkin.web.uploads import read_multipart, uploads_as_paths
 from napkin.web.views import describe_calculator, view
 
 log = logging.getLogger("napkin.web")
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("", "0", "false", "no", "off")
+
 
 def json_errors(fn: Callable) -> Callable:
     """Turn napkin errors into 4xx JSON and anything else into a 500 without a traceback."""
@@ -102,10 +108,21 @@ async def get_calculator(request: Request) -> Response:
     return JSONResponse(describe_calculator(request.path_params["name"]))
 
 
+def _cite(request: Request) -> bool:
+    """``?cite=1``: the answer of ``--json --cite``."""
+    value = request.query_params.get("cite", "")
+    if value.lower() in TRUE:
+        return True
+    if value.lower() in FALSE:
+        return False
+    raise InputError("cite", value, "must be 1 or 0", "give ?cite=1 for each step's formula, trap and source")
+
+
 async def post_calculator(request: Request) -> Response:
     name = request.path_params["name"]
+    cite = _cite(request)
     raw = await read_input(request, name)
-    text = await run_in_threadpool(calculation.run_json, name, raw)
+    text = await run_in_threadpool(calculation.run_json, name, raw, cite=cite)
     return Response(text, media_type="application/json")
 
 

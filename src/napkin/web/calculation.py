@@ -143,8 +143,8 @@ def run(name: str, raw: dict[str, Any]) -> Any:
     return calculator(name).run(parse(name, raw))
 
 
-def run_json(name: str, raw: dict[str, Any]) -> str:
-    """One calculation as the JSON text ``napkin <name> --json`` prints."""
+def run_json(name: str, raw: dict[str, Any], *, cite: bool = False) -> str:
+    """One calculation as the JSON text ``napkin <name> --json`` prints (``cite``: ``--json --cite``)."""
     checked = web_checks(name, raw)
     with uploads_as_paths(checked, calculator(name).request) as (resolved, clean):
-        return clean(run(name, resolved).to_json())
+        return clean(run(name, resolved).to_json(cite=cite))

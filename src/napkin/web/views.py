@@ -145,11 +145,19 @@ def _view_dict(name: str, raw: dict[str, Any], report: Any, charts: dict, chart_
         "report_json": report.to_json() + "\n",  # byte for byte what `--json` prints: Download JSON saves this
         "rows": [[k, v] for k, v in report.rows() if k not in shown_as_tables],
         "derivation": [s.text() for s in report.steps],
-        "assumptions": [{"name": a.name, "value": units.fmt_auto(a.value, a.unit), "basis": a.basis, "note": a.note}
-                        for a in report.assumptions],
+        # beside each step, the formula function that computed it: its equation, trap and source
+        # (what `--json --cite` gives as "cites"; null for a step no formula function computed)
+        "citations": [s.to_dict(cite=True).get("cites") for s in report.steps],
+        "assumptions": [_assumption(a) for a in report.assumptions],
         "tables": shown_as_tables,
         "charts": charts,
         "chart_error": chart_error,
         "cli": cli_command(name, dict(raw)),
     }
 
+
+def _assumption(a: Any) -> dict:
+    """One assumption as the page lists it, with a default's source and what measurement replaces it."""
+    cited = a.to_dict(cite=True)
+    return {"name": a.name, "value": units.fmt_auto(a.value, a.unit), "basis": a.basis, "note": a.note,
+            "source": cited.get("source", ""), "replaced_by": cited.get("replaced_by", "")}
