@@ -74,3 +74,29 @@ def test_a_command_whose_module_fails_to_import_raises(broken, monkeypatch):
 def test_every_command_loads(name):
     command = cli.cli.get_command(None, name)
     assert command is not None and command.name == name
+
+
+@pytest.fixture
+def fresh_server_module(monkeypatch):
+    """`napkin web` imports napkin.web.server afresh (not the copy this process already loaded)."""
+    import napkin.web
+
+    monkeypatch.delitem(sys.modules, "napkin.web.server", raising=False)
+    monkeypatch.delattr(napkin.web, "server", raising=False)
+    return monkeypatch
+
+
+def test_web_without_its_extra_says_which_package_is_missing(fresh_server_module, run_cli):
+    fresh_server_module.setitem(sys.modules, "uvicorn", None)  # as if the web extra were not installed
+    r = run_cli("web", "--port", "0", code=1)
+    assert r.stderr == ("error: `napkin web` needs the web extra (uvicorn is missing): "
+                        "pip install 'llm-napkin[web]'\n")
+
+
+def test_web_with_a_missing_napkin_module_is_a_broken_build_not_a_missing_extra(fresh_server_module):
+    """A bug is reported as one (the CLI's internal-error line), not as a package to install."""
+    fresh_server_module.setitem(sys.modules, "napkin.web.server", None)
+    result = CliRunner().invoke(cli.cli, ["web", "--port", "0"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: internal error (ModuleNotFoundError: import of napkin.web.server halted")
+    assert "web extra" not in result.stderr

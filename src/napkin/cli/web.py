@@ -18,6 +18,8 @@ def web(host: str, port: int, open_browser: bool) -> None:
     try:
         from napkin.web import server
     except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] == "napkin":  # a module of napkin itself: a broken build, not the extra
+            raise
         fail(f"`napkin web` needs the web extra ({exc.name} is missing): pip install 'llm-napkin[web]'")
         return
     sock = server.listen(host, port)
