@@ -286,15 +286,10 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
                 day["mfu_realised"] = (realised.realised_mfu(day["advanced_tokens"], flops_per_token=fpt,
                                                              gpu_seconds=day["gpu_seconds"], dense_flops_per_s=peak)
                                        if day["gpu_seconds"] > 0 else None)
-    logged = rec.extras.get("mfu_logged")
-    if logged is not None:
-        import numpy as np
-
-        vals = logged[np.isfinite(logged)]
-        if vals.size:
-            r.set("mfu_logged_median", float(np.median(vals)), "fraction")
-            r.note("mfu_logged_median is the trainer's own MFU over busy step time against its own peak; "
-                   "mfu_realised is over paid time")
+    if led.mfu_logged_median is not None:
+        r.set("mfu_logged_median", led.mfu_logged_median, "fraction")
+        r.note("mfu_logged_median is the trainer's own MFU over busy step time against its own peak; "
+               "mfu_realised is over paid time")
     if mfu is not None and mfu > 1:
         r.warn("mfu-over-1", f"realised MFU {mfu:.2f} exceeds 1: check --params, --gpus and --tokens-per-step")
 
@@ -309,6 +304,7 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
                realised=(per_m, "usd_per_million"), planned=(plan.usd_per_million, "usd_per_million"))
     for day in led.days:
         day["gpu_hours"] = day.pop("gpu_seconds") / HOUR
+        day.pop("busy_gpu_seconds", None)
     alerts = drift.day_drift(led.days, plan, alert=req.alert)
     r.set("per_day", led.days)
     r.set("drift_alerts", alerts)
