@@ -196,8 +196,6 @@ def run_ledger(req: LedgerRequest) -> LedgerReport:
 
 def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str | None = None) -> LedgerReport:
     """The Report of records ``rec`` (read from ``reads``) under the request's price, plan and model."""
-    from napkin.calculators.basics import gpu_or_none, model_or_none, peak_of, resolve_params
-    from napkin.formulas import flops
     from napkin.ledger import drift, realised
 
     names = ", ".join(os.path.basename(p) for p in rec.sources)
@@ -267,9 +265,12 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
         r.warn("ended-below-high-water", f"the run reached step {led.max_step} but the log ends at step "
                f"{led.last_step}: steps above it count as lost, not advanced")
 
-    m = model_or_none(req.model)
     mfu = None
-    if m is not None or req.params is not None:
+    if req.model is not None or req.params is not None:
+        from napkin.calculators.basics import gpu_or_none, model_or_none, peak_of, resolve_params
+        from napkin.formulas import flops
+
+        m = model_or_none(req.model)
         n = resolve_params(r, m, req.params, active=True)
         if req.gpu is None and req.peak is None:
             r.warn("mfu-needs-peak", "realised MFU needs the dense peak: give --gpu NAME or --peak FLOP/S")

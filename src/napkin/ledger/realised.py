@@ -138,29 +138,12 @@ def _pairs(c: Any, prev: _Carry | None) -> tuple[Any, ...]:
 
 
 def _medians(rec: Any) -> dict[str, Any]:
-    """Pass one: the medians the rules need, and the extremes."""
-    import numpy as np
+    """The medians the rules need, and the extremes (gathered by the records' check)."""
+    from napkin.ledger.median import median
 
-    from napkin.ledger.median import Values, median
-
-    fwd_ds, fwd_per_step, mfu = Values(), Values(), Values()
-    out = {"max_step": float("-inf"), "g": [float("inf"), float("-inf")], "k": [float("inf"), float("-inf")]}
-    prev = None
-    for c in rec.chunks():
-        s, t, g, dt, ds = _pairs(c, prev)
-        forward = ds > 0
-        fwd_ds.add(ds[forward])
-        fwd_per_step.add(dt[forward] / ds[forward])
-        logged = c.extras.get("mfu_logged")
-        if logged is not None:
-            mfu.add(logged[np.isfinite(logged)])
-        out["max_step"] = max(out["max_step"], float(c.step.max()))
-        out["g"] = [min(out["g"][0], float(c.gpus.min())), max(out["g"][1], float(c.gpus.max()))]
-        out["k"] = [min(out["k"][0], float(c.tokens.min())), max(out["k"][1], float(c.tokens.max()))]
-        prev = _Carry(float(c.step[-1]), float(c.t_wall[-1]), float(c.gpus[-1]), 0.0)
-    out.update(stride=median(fwd_ds), med=median(fwd_per_step), mfu=median(mfu), forward=fwd_ds.n)
-    for v in (fwd_ds, fwd_per_step, mfu):
-        v.close()
+    tally = rec.tally
+    out = {"max_step": tally.steps[1], "g": tally.gpus, "k": tally.tokens, "forward": tally.forward_ds.n,
+           "stride": median(tally.forward_ds), "med": median(tally.forward_step_s), "mfu": median(tally.mfu_logged)}
     return out
 
 
@@ -194,36 +177,28 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     prev: _Carry | None = None
     for c in rec.chunks():
         s, t, g, dt, ds = _pairs(c, prev)
-        high = np.maximum.accumulate(s if prev is None else np.concatenate([[max(prev.high, prev.step)], s[1:]]))[:-1]
-        forward = ds > 0
-        d = np.where(forward, ds, stride)
-        new = np.maximum(0.0, np.minimum(s[1:], last) - np.minimum(high, last))
         k_next = c.tokens if prev is not None else c.tokens[1:]
-        per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
-        gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
-        productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
-        gpu_s_pair = dt * g[:-1]
-        q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": new * k_next, "processed_tokens": d * k_next,
-             "productive_s": productive, "wall_s": dt, "busy_gpu_seconds": productive * g[:-1]}
-        for key, arr in (("gpu_s", gpu_s_pair), ("processed_steps", d), ("advanced_tokens", q["advanced_tokens"]),
-                         ("processed_tokens", q["processed_tokens"]), ("productive_s", productive),
-                         ("busy_gpu_s", q["busy_gpu_seconds"])):
-            sums[key] += float(arr.sum())
-        rollbacks += int((~forward).sum())
-        gaps += int(gap.sum())
-        off = 0 if prev is None else 1  # index into the chunk of a pair's second record: i + 1 - off
-        for i in np.flatnonzero(~forward | gap)[:max(MAX_EVENTS - len(events), 0)]:
-            i = int(i)
-            events.append({
-                "kind": "rollback" if not forward[i] else "gap",
-                "at": rec.where(c.source[i + 1 - off], c.line[i + 1 - off]),
-                "from_step": int(s[i]), "to_step": int(s[i + 1]), "seconds": float(dt[i]),
-                "steps_lost": int(max(0.0, high[i] - s[i + 1] + (d[i] if not forward[i] else 0.0))),
-            })
+        monotone = (prev is None or prev.step >= prev.high) and bool(np.all(ds > 0)) and s[-1] <= last
+        if monotone and (med <= 0 or float((dt / ds).max()) <= gap_factor * med):
+            # the usual chunk: every step new, none a gap, so steps run = new steps and productive = wall time
+            gpu_s_pair, tokens = dt * g[:-1], ds * k_next
+            q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": tokens, "processed_tokens": tokens,
+                 "productive_s": dt, "wall_s": dt, "busy_gpu_seconds": gpu_s_pair}
+            total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(s[-1] - s[0]),
+                     "advanced_tokens": float(tokens.sum()), "productive_s": float(t[-1] - t[0])}
+            total.update(processed_tokens=total["advanced_tokens"], busy_gpu_s=total["gpu_s"])
+            high_end = float(s[-1])
+        else:
+            q, total, counts, found, high_end = _pairs_in_full(c, prev, s, t, g, dt, ds, k_next, last=last,
+                                                               stride=stride, med=med, gap_factor=gap_factor,
+                                                               room=max(MAX_EVENTS - len(events), 0), rec=rec)
+            rollbacks, gaps = rollbacks + counts[0], gaps + counts[1]
+            events += found
+        for key, value in total.items():
+            sums[key] += value
         if days is not None:
             days.add(t, c.t_wall, q)
-        prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), float(max(high[-1], s[-1])) if len(high) else
-                      float(s[-1]))
+        prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), high_end)
     gpu_s = sums["gpu_s"]
     led = Ledger(
         usd_per_gpu_hour=usd_per_gpu_hour, first_step=int(s0), last_step=int(last), max_step=int(m["max_step"]),
@@ -240,6 +215,38 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
                          "give --tokens-per-step or a tokens column with the tokens in each step")
     led.days = days.table(usd_per_gpu_hour) if days is not None else []
     return led
+
+
+def _pairs_in_full(c: Any, prev: _Carry | None, s: Any, t: Any, g: Any, dt: Any, ds: Any, k_next: Any, *,
+                   last: float, stride: float, med: float, gap_factor: float, room: int, rec: Any) -> tuple:
+    """The per-pair quantities of a chunk with rollbacks, gaps or steps past the last (the module's rules)."""
+    import numpy as np
+
+    high = np.maximum.accumulate(s if prev is None else np.concatenate([[max(prev.high, prev.step)], s[1:]]))[:-1]
+    forward = ds > 0
+    d = np.where(forward, ds, stride)
+    new = np.maximum(0.0, np.minimum(s[1:], last) - np.minimum(high, last))
+    per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
+    gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
+    productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
+    gpu_s_pair = dt * g[:-1]
+    q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": new * k_next, "processed_tokens": d * k_next,
+         "productive_s": productive, "wall_s": dt, "busy_gpu_seconds": productive * g[:-1]}
+    total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(d.sum()),
+             "advanced_tokens": float(q["advanced_tokens"].sum()), "processed_tokens": float(q["processed_tokens"].sum()),
+             "productive_s": float(productive.sum()), "busy_gpu_s": float(q["busy_gpu_seconds"].sum())}
+    off = 0 if prev is None else 1  # index into the chunk of a pair's second record: i + 1 - off
+    events = []
+    for i in np.flatnonzero(~forward | gap)[:room]:
+        i = int(i)
+        events.append({
+            "kind": "rollback" if not forward[i] else "gap",
+            "at": rec.where(c.source[i + 1 - off], c.line[i + 1 - off]),
+            "from_step": int(s[i]), "to_step": int(s[i + 1]), "seconds": float(dt[i]),
+            "steps_lost": int(max(0.0, high[i] - s[i + 1] + (d[i] if not forward[i] else 0.0))),
+        })
+    high_end = float(max(high[-1], s[-1])) if len(high) else float(s[-1])
+    return q, total, (int((~forward).sum()), int(gap.sum())), events, high_end
 
 
 class _Days:
@@ -259,10 +266,19 @@ class _Days:
     def add(self, t: Any, records_t: Any, q: dict[str, Any]) -> None:
         import numpy as np
 
+        if not self.sums:
+            self.sums = {name: np.zeros(self.n) for name in q}
+        d_first, d_last = (int(np.floor((x - self.origin) / DAY)) - self.lo for x in (t[0], t[-1]))
+        if d_first == d_last:  # the usual chunk: all in one day (time is in order)
+            for name, arr in q.items():
+                self.sums[name][d_first] += arr.sum()
+            self.counts[d_first] += len(records_t)
+            return
         day = (np.floor((t - self.origin) / DAY)).astype(np.int64) - self.lo
         day0, day1 = day[:-1], day[1:]
+        starts = np.concatenate([[0], np.flatnonzero(day0[1:] != day0[:-1]) + 1])  # day0 never falls: time is in order
         for name, arr in q.items():
-            self.sums[name] = self.sums.get(name, 0.0) + np.bincount(day0, weights=arr, minlength=self.n)
+            self.sums[name][day0[starts]] += np.add.reduceat(arr, starts)
         for i in np.flatnonzero(day1 != day0):  # few: at most one per midnight
             a, b = float(t[i]), float(t[i + 1])
             if b <= a:
@@ -274,7 +290,7 @@ class _Days:
                 end = min(b, self.origin + (k + self.lo + 1) * DAY)
                 for name, arr in q.items():
                     self.sums[name][k] += arr[i] * (end - start) / (b - a)
-        rd = (np.floor((records_t - self.origin) / DAY)).astype(np.int64) - self.lo
+        rd = day[len(day) - len(records_t):]
         self.counts += np.bincount(rd, minlength=self.n)
 
     def table(self, usd_per_gpu_hour: float) -> list[dict]:

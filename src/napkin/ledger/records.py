@@ -117,34 +117,65 @@ class Records:
     # ---------------------------------------------------------------------------------------------- the pass
     def chunks(self, *, counting: bool = False) -> Iterator[Chunk]:
         """The records in run order, duplicates and (with ``skip_bad_clock``) bad clocks dropped (and, when
-        ``counting``, counted); a record's fate can hang on the one after it, so the last of each chunk is
-        held back for the next."""
+        ``counting``, counted)."""
         import numpy as np
 
         self._counting = counting
-        hold = 2 if self.skip_bad_clock else 1
-        held: Chunk | None = None  # the last records kept, not handed out yet
+        if self.skip_bad_clock:
+            yield from self._held_chunks()
+            return
+        prev: tuple[float, float, int, int] | None = None  # step, t_wall, source, line of the last handed out
+        for c in self._raw():
+            if prev is not None and c.source[0] != prev[2] and c.t_wall[0] < prev[1]:
+                self._overlap(prev, c)
+            t, s = c.t_wall, c.step
+            dt = np.diff(t)
+            if not (np.all(dt >= 0) and (prev is None or t[0] >= prev[1])):
+                i = 0 if prev is not None and t[0] < prev[1] else int(np.flatnonzero(dt < 0)[0]) + 1
+                before = prev if i == 0 else (s[i - 1], t[i - 1], c.source[i - 1], c.line[i - 1])
+                self._backwards(before, c, i)
+            dup = np.zeros(len(c), dtype=bool)
+            dup[1:] = (dt == 0) & (np.diff(s) == 0)
+            if prev is not None:
+                dup[0] = t[0] == prev[1] and s[0] == prev[0]
+            if dup.any():
+                if counting:
+                    self.duplicates += int(dup.sum())
+                c = c.take(np.flatnonzero(~dup))
+            if len(c):
+                prev = (float(c.step[-1]), float(c.t_wall[-1]), int(c.source[-1]), int(c.line[-1]))
+                yield c
+
+    def _raw(self) -> Iterator[Chunk]:
         for source, part in self.parts:
             for df in ([part] if isinstance(part, Chunk) else part):
                 c = df if isinstance(df, Chunk) else _chunk(df, source, self.offsets.get(source, 0.0))
-                if not len(c):
-                    continue
-                if held is not None and c.source[0] != held.source[-1] and c.t_wall[0] < held.t_wall[-1]:
-                    self._overlap(held, c)
-                c = c if held is None else _concat(held, c)
-                keep = self._keep(c)
-                c = c if keep.all() else c.take(np.flatnonzero(keep))
-                if len(c) > hold:
-                    yield c.take(slice(0, len(c) - hold))
-                    held = c.take(slice(len(c) - hold, len(c)))
-                else:
-                    held = c
+                if len(c):
+                    yield c
+
+    def _held_chunks(self) -> Iterator[Chunk]:
+        """With ``skip_bad_clock``: a record's fate can hang on the one after it (a clock that jumped forward
+        is found by the record that comes back), so the last two kept of each chunk wait for the next."""
+        import numpy as np
+
+        held: Chunk | None = None
+        for c in self._raw():
+            if held is not None and c.source[0] != held.source[-1] and c.t_wall[0] < held.t_wall[-1]:
+                self._overlap((held.step[-1], held.t_wall[-1], held.source[-1], held.line[-1]), c)
+            c = c if held is None else _concat(held, c)
+            keep = self._keep_in_order(c)
+            c = c if keep.all() else c.take(np.flatnonzero(keep))
+            if len(c) > 2:
+                yield c.take(slice(0, len(c) - 2))
+                held = c.take(slice(len(c) - 2, len(c)))
+            else:
+                held = c
         if held is not None and len(held):
             yield held
 
-    def _keep(self, c: Chunk) -> Any:
-        """Which records of ``c`` stay: not a duplicate of the one before, and (with ``skip_bad_clock``) in
-        time order. Its first record was kept already (or is the run's first)."""
+    def _keep_in_order(self, c: Chunk) -> Any:
+        """Which records of ``c`` stay: not a duplicate of the one before, and in time order (the rule of the
+        module, record by record where time goes backwards). Its first record stays."""
         import numpy as np
 
         t, s = c.t_wall, c.step
@@ -155,9 +186,6 @@ class Records:
             if self._counting:
                 self.duplicates += int((~keep).sum())
             return keep
-        if not self.skip_bad_clock:
-            i = int(np.flatnonzero(dt < 0)[0]) + 1
-            self._backwards(c, i)
         kept = [0]
         for i in range(1, len(c)):
             j = kept[-1]
@@ -182,19 +210,19 @@ class Records:
             if len(self.bad_clock) < 20:
                 self.bad_clock.append((int(c.source[i]), int(c.line[i])))
 
-    def _overlap(self, held: Chunk, c: Chunk) -> None:
-        a, b = self.sources[int(held.source[-1])], self.sources[int(c.source[0])]
+    def _overlap(self, prev: tuple, c: Chunk) -> None:
+        a, b = self.sources[int(prev[2])], self.sources[int(c.source[0])]
         raise InputError("logs", f"{a}, {b}",
                          f"must not overlap in time ({quote(b)} starts at {_fmt_t(c.t_wall[0], self.time_absolute)}, "
-                         f"before {quote(a)} ends at {_fmt_t(held.t_wall[-1], self.time_absolute)} at "
-                         f"{self.where(held.source[-1], held.line[-1])})",
+                         f"before {quote(a)} ends at {_fmt_t(prev[1], self.time_absolute)} at "
+                         f"{self.where(prev[2], prev[3])})",
                          "give the logs of one run, whose restarts follow each other; two jobs that ran at once "
                          "are two runs: report each on its own")
 
-    def _backwards(self, c: Chunk, i: int) -> None:
+    def _backwards(self, before: tuple, c: Chunk, i: int) -> None:
         raise InputError("t_wall", f"{_fmt_t(c.t_wall[i], self.time_absolute)} at {self.where(c.source[i], c.line[i])}",
-                         f"must not go backwards (it was {_fmt_t(c.t_wall[i - 1], self.time_absolute)} at "
-                         f"{self.where(c.source[i - 1], c.line[i - 1])}; {self._places()} place(s) in all)",
+                         f"must not go backwards (it was {_fmt_t(before[1], self.time_absolute)} at "
+                         f"{self.where(before[2], before[3])}; {self._places()} place(s) in all)",
                          "a step log must be in time order: give each restart's log as its own file, or "
                          "--skip-bad-clock to skip (and count) each record whose clock goes backwards")
 
@@ -215,48 +243,80 @@ class Records:
 
     # ---------------------------------------------------------------------------------------------- checking
     def check(self, clock: str = "") -> None:
-        """One pass over the records: how many, the first and the last, duplicates, bad clocks, the largest jump
-        of the clock; the errors of the module. ``clock``: the logs' clock resolution, when they say it."""
+        """One pass over the records: the errors of the module, and what the arithmetic needs from all of them
+        before it starts (:class:`Tally`). ``clock``: the logs' clock resolution, when they say it."""
         import numpy as np
 
         self.duplicates = self.bad_clock_count = 0
         self.bad_clock = []
-        n, first, last, prev = 0, None, None, None
-        steps = [float("inf"), float("-inf")]
-        whole = True
-        self.jump = (0.0, 0, 0, 0.0, 0.0)
+        tally = Tally()
         for c in self.chunks(counting=True):
-            if first is None:
-                first = (float(c.step[0]), float(c.t_wall[0]), int(c.line[0]), int(c.source[0]))
-            t = c.t_wall if prev is None else np.concatenate([[prev], c.t_wall])
-            if len(t) > 1:
-                dt = np.diff(t)
-                k = int(np.argmax(dt))
-                if dt[k] > self.jump[0]:
-                    i = k + (0 if prev is None else -1) + 1
-                    self.jump = (float(dt[k]), int(c.source[i]), int(c.line[i]), float(t[k]), float(t[k + 1]))
-            prev = float(c.t_wall[-1])
-            last = (float(c.step[-1]), float(c.t_wall[-1]), int(c.line[-1]), int(c.source[-1]))
-            steps = [min(steps[0], float(c.step.min())), max(steps[1], float(c.step.max()))]
-            whole = whole and bool(np.all(c.t_wall == np.floor(c.t_wall)))
-            n += len(c)
-        self.n = n
-        if first is None or last is None:
+            tally.add(c)
+        self.tally = tally
+        self.n = n = tally.n
+        if tally.first is None or tally.last is None:
             raise NotEnoughRecords("log", ", ".join(self.sources), "has no step records",
                                    "give a log with step, t_wall, gpus_allocated and tokens per record")
-        self.first, self.last = first, last
+        first, last = self.first, self.last = tally.first, tally.last
+        self.jump = tally.jump
         if n == 1:
             raise NotEnoughRecords("log", self.sources[first[3]], f"has one step record (step {int(first[0])} at "
                                    f"{self.location} {first[2]}): a cost needs at least two, and the time between them",
                                    "give a longer log")
         if last[1] <= first[1]:
+            whole = all(bool(np.all(c.t_wall == np.floor(c.t_wall))) for c in self.chunks())
             clock = clock or ("whole seconds: a 1-s resolution" if whole else "fractions of a second")
             raise NotEnoughRecords("t_wall", f"{_fmt_t(first[1], self.time_absolute)} at {self.where(first[3], first[2])} "
                                    f"to {self.where(last[3], last[2])}",
-                                   f"does not advance: all {n} records (steps {int(steps[0])} to {int(steps[1])}) are "
-                                   f"at one time, so there is no paid time to count (the log's clock has {clock})",
+                                   f"does not advance: all {n} records (steps {int(tally.steps[0])} to "
+                                   f"{int(tally.steps[1])}) are at one time, so there is no paid time to count (the "
+                                   f"log's clock has {clock})",
                                    "log the wall time of each step to the second: ISO timestamps with a time of day, "
                                    "or Unix seconds")
+
+
+class Tally:
+    """What one pass over the records finds: how many, the first and the last, the extremes, the largest
+    step of the clock, and the values of the medians the arithmetic's rules need (forward step differences
+    and step times; the trainer's own MFU)."""
+
+    def __init__(self) -> None:
+        from napkin.ledger.median import Values
+
+        self.n = 0
+        self.first: tuple[float, float, int, int] | None = None  # step, t_wall, line, source
+        self.last: tuple[float, float, int, int] | None = None
+        self.jump = (0.0, 0, 0, 0.0, 0.0)  # seconds, source, line (of the record after), from, to
+        self.steps = [float("inf"), float("-inf")]
+        self.gpus = [float("inf"), float("-inf")]
+        self.tokens = [float("inf"), float("-inf")]
+        self.forward_ds, self.forward_step_s, self.mfu_logged = Values(), Values(), Values()
+
+    def add(self, c: Chunk) -> None:
+        import numpy as np
+
+        if self.first is None:
+            self.first = (float(c.step[0]), float(c.t_wall[0]), int(c.line[0]), int(c.source[0]))
+            t, s, off = c.t_wall, c.step, 1
+        else:
+            t, s, off = np.concatenate([[self.last[1]], c.t_wall]), np.concatenate([[self.last[0]], c.step]), 0
+        if len(t) > 1:
+            dt, ds = np.diff(t), np.diff(s)
+            k = int(np.argmax(dt))
+            if dt[k] > self.jump[0]:
+                self.jump = (float(dt[k]), int(c.source[k + off]), int(c.line[k + off]), float(t[k]), float(t[k + 1]))
+            forward = ds > 0
+            if not forward.all():
+                dt, ds = dt[forward], ds[forward]
+            self.forward_ds.add(ds)
+            self.forward_step_s.add(dt / ds)
+        logged = c.extras.get("mfu_logged")
+        if logged is not None:
+            self.mfu_logged.add(logged[np.isfinite(logged)])
+        self.last = (float(c.step[-1]), float(c.t_wall[-1]), int(c.line[-1]), int(c.source[-1]))
+        for span, arr in ((self.steps, c.step), (self.gpus, c.gpus), (self.tokens, c.tokens)):
+            span[0], span[1] = min(span[0], float(arr.min())), max(span[1], float(arr.max()))
+        self.n += len(c)
 
 
 def _fmt_t(t: float, absolute: bool) -> str:

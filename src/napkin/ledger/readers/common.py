@@ -146,7 +146,7 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
                              schema={"line": pl.Int64, "step": pl.Float64, "t_wall": pl.Float64})
         df = pl.concat([pl.concat([start, first], how="horizontal"), df], how="diagonal_relaxed")
     df = df.with_columns(pl.col("step").cast(pl.Int64))
-    frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]])
+    frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]]).rechunk()
     if out.frames is None:
         from napkin.ledger.readers.lines import FrameStore
 
@@ -219,21 +219,31 @@ def _checks() -> list[tuple[Any, str]]:
     ]
 
 
+def _good() -> Any:
+    """A row that can be a record, in one expression (polars orders NaN above every number, so a NaN or an
+    infinity falls outside each range; a null makes it null, read as not good)."""
+    import polars as pl
+
+    step, t = pl.col("step"), pl.col("t_wall")
+    return (step.is_between(0, limits.MAX_STEP, closed="left") & (step == step.floor())
+            & (t.abs() <= limits.MAX_T_WALL_S)
+            & pl.col("gpus_allocated").is_between(0, limits.MAX_GPUS, closed="right")
+            & pl.col("tokens").is_between(0, limits.MAX_TOKENS_PER_STEP, closed="both"))
+
+
 def _skip_bad(df: Any, out: LogRead) -> Any:
     """Rows that cannot be records skipped and counted, with the first few reasons by line."""
     import polars as pl
 
-    checks = _checks()
-    bad = pl.any_horizontal([c for c, _ in checks])
+    good = _good()
     if "_malformed" in df.columns:
-        bad = bad | pl.col("_malformed").is_not_null()
-    bad = bad.fill_null(True)
-    flagged = df.select(bad.alias("_bad"))["_bad"]
+        good = good & pl.col("_malformed").is_null()
+    flagged = df.select((~good).fill_null(True).alias("_bad"))["_bad"]
     if not flagged.any():
         return df.drop([c for c in ("_malformed",) if c in df.columns])
     rows = df.filter(flagged)
-    reason = pl.lit(None, dtype=pl.String)
-    for cond, why in reversed(checks):
+    reason = pl.lit("cannot be a record", dtype=pl.String)
+    for cond, why in reversed(_checks()):
         reason = pl.when(cond).then(pl.lit(why)).otherwise(reason)
     if "_malformed" in rows.columns:
         reason = pl.when(pl.col("_malformed").is_not_null()).then(pl.col("_malformed")).otherwise(reason)
@@ -284,22 +294,20 @@ CUMULATIVE_RISING = 0.9  # ... and the share of them that must rise: a batch-siz
 
 def _rising(df: Any, pieces: Pieces) -> None:
     """Count the forward record pairs whose tokens rise (for :func:`_warn_if_cumulative`), piece by piece."""
-    import polars as pl
+    import numpy as np
 
-    pairs = df.select("step", "tokens").filter(pl.col("step").is_not_null() & pl.col("tokens").is_not_null())
-    if not pairs.height:
+    s, k = df["step"].to_numpy(), df["tokens"].to_numpy()
+    ok = np.isfinite(s) & np.isfinite(k)
+    s, k = s[ok], k[ok]
+    if not len(s):
         return
     if pieces.rise_last is not None:
-        pairs = pl.concat([pl.DataFrame({"step": [pieces.rise_last[0]], "tokens": [pieces.rise_last[1]]},
-                                        schema=pairs.schema), pairs])
-    k = pairs["tokens"].filter(pairs["tokens"].is_finite())
-    if k.len():
-        pieces.rise[2], pieces.rise[3] = min(pieces.rise[2], float(k.min())), max(pieces.rise[3], float(k.max()))
-    d = pairs.select(pl.col("step").diff().alias("ds"), pl.col("tokens").diff().alias("dk")).filter(pl.col("ds") > 0)
-    pieces.rise[0] += d.height
-    pieces.rise[1] += d.filter(pl.col("dk") > 0).height
-    last = pairs.tail(1)
-    pieces.rise_last = (float(last["step"][0]), float(last["tokens"][0]))
+        s, k = np.concatenate([[pieces.rise_last[0]], s]), np.concatenate([[pieces.rise_last[1]], k])
+    pieces.rise[2], pieces.rise[3] = min(pieces.rise[2], float(k.min())), max(pieces.rise[3], float(k.max()))
+    forward = np.diff(s) > 0
+    pieces.rise[0] += int(forward.sum())
+    pieces.rise[1] += int((forward & (np.diff(k) > 0)).sum())
+    pieces.rise_last = (float(s[-1]), float(k[-1]))
 
 
 def _warn_if_cumulative(out: LogRead, pieces: Pieces) -> None:

@@ -33,10 +33,22 @@ class Layout:
     names: list[str]
     schema: dict[str, Any]  # positional names _c0.. -> polars type
     header_line: int
+    keep: list[int] | None = None  # the columns read (None: all); the others are only counted as fields
 
     @property
     def plain(self) -> bytes:
         return (",".join(self.schema) + "\n").encode()
+
+    def project(self, names: Any, out: LogRead, opts: ReadOptions) -> None:
+        """Read only the columns that are fields (through --map and the aliases), and mfu_logged."""
+        import polars as pl
+
+        from napkin.ledger.readers import FIELDS
+        from napkin.ledger.readers.columns import rename
+
+        rename(pl.DataFrame(schema=dict.fromkeys(self.names, pl.String)), opts, out, names)
+        wanted = {src for src, dst in (names.renames or {}).items() if dst in FIELDS} | set(FIELDS) | {"mfu_logged"}
+        self.keep = [i for i, n in enumerate(self.names) if n in wanted]
 
 
 def _header(data: bytes) -> tuple[int, int, int, list[str]]:
@@ -108,15 +120,24 @@ def layout(data: bytes, opts: ReadOptions, label: str) -> tuple[Layout, int]:
 
 def frame(data: bytes, line0: int, lay: Layout, opts: ReadOptions) -> tuple[Any, int]:
     """The raw table of one piece of whole lines (``line0`` the number of its first), ``line`` numbered,
-    a line that cannot be a record marked in ``_malformed``; and how many lines the piece holds."""
+    a line that cannot be a record marked in ``_malformed``; and how many lines the piece holds.
+
+    Every line is one row, so the fields are checked by count: the piece's commas are (fields - 1) per
+    line unless a line has too many (polars refuses it, strictly read) or too few (the count is short,
+    a blank line included); only then are its lines split and counted one by one."""
+    import numpy as np
     import polars as pl
 
     if b'"' in data:
         return _read_quoted(data, lay, line0, opts)
     bad_text = bad_utf8_lines(data)
-    kw: dict[str, Any] = dict(has_header=True, schema=lay.schema, quote_char=None, ignore_errors=True,
-                              raise_if_empty=False, encoding="utf8-lossy" if bad_text else "utf8")
-    table = lay.plain + data  # a header of plain names: polars takes the number of fields from it
+    ncols = len(lay.names)
+    first = data.find(b"\n")
+    plain_first = data.count(b",", 0, first if first >= 0 else len(data)) == ncols - 1
+    table = data if plain_first else lay.plain + data  # polars takes the number of fields from the first line
+    kw: dict[str, Any] = dict(has_header=not plain_first, schema=lay.schema, quote_char=None, ignore_errors=True,
+                              raise_if_empty=False, encoding="utf8-lossy" if bad_text else "utf8",
+                              columns=lay.keep)
     ragged = False
     try:
         df = pl.read_csv(table, truncate_ragged_lines=False, **kw)
@@ -125,23 +146,21 @@ def frame(data: bytes, line0: int, lay: Layout, opts: ReadOptions) -> tuple[Any,
         df = pl.read_csv(table, truncate_ragged_lines=True, **kw)
     del table
     n_lines = df.height
-    df = df.rename(dict(zip(lay.schema, lay.names))).with_row_index("line", offset=line0)
+    kept = lay.keep if lay.keep is not None else range(ncols)
+    df = df.rename({f"_c{i}": lay.names[i] for i in kept}).with_row_index("line", offset=line0)
     df = df.with_columns(pl.col("line").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("_malformed"))
-    last = lay.names[-1]
-    suspect = pl.col(last).is_null()  # a line short of fields nulls the last column (a blank line, all of them)
-    if ragged or bad_text or df.select(suspect.any()).item():
-        df = _mark_lines(df, data, line0, lay, bad_text, ragged)
+    commas = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord(",")))
+    if ragged or bad_text or commas != (ncols - 1) * n_lines:
+        df = _mark_lines(df, data, line0, lay, bad_text)
     return df, n_lines
 
 
-def _mark_lines(df: Any, data: bytes, line0: int, lay: Layout, bad_text: list[int], ragged: bool) -> Any:
+def _mark_lines(df: Any, data: bytes, line0: int, lay: Layout, bad_text: list[int]) -> Any:
     """Blank lines dropped; lines with the wrong number of fields, or not UTF-8, marked (by number)."""
     import polars as pl
 
     text = pl.Series("_raw", data.decode("utf-8", errors="replace").split("\n"))
     raw = pl.DataFrame({"line": pl.int_range(line0, line0 + text.len(), eager=True, dtype=pl.Int64), "_raw": text})
-    if not ragged:
-        raw = raw.join(df.filter(pl.col(lay.names[-1]).is_null()).select("line"), on="line", how="semi")
     raw = raw.with_columns(pl.col("_raw").str.strip_chars_end("\r"))
     blank = raw.filter(pl.col("_raw").str.strip_chars() == "")["line"]
     n = pl.col("_raw").str.count_matches(",", literal=True) + 1
@@ -210,8 +229,9 @@ def extras_numeric(df: Any) -> Any:
     return df.with_columns(casts) if casts else df
 
 
-def frames(src: Source, opts: ReadOptions, label: str, out: LogRead) -> Any:
-    """The raw frames of a CSV log, piece by piece (``layout`` from the first)."""
+def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any = None) -> Any:
+    """The raw frames of a CSV log, piece by piece (``layout`` from the first); with ``names`` (the column
+    decisions of :mod:`~napkin.ledger.readers.columns`), only the columns that are fields are read."""
     fh, chunks = src.chunks()
     lay: Layout | None = None
     line0 = 1
@@ -223,6 +243,8 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead) -> Any:
                 continue
             if lay is None:
                 lay, body_at = layout(data, opts, label)
+                if names is not None:
+                    lay.project(names, out, opts)
                 line0 = lay.header_line + 1
                 data = data[body_at:]
                 if not data:
@@ -239,7 +261,7 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead) -> Any:
 def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
     out = LogRead(format="csv", path=label)
     pieces = Pieces()
-    for df in frames(src, opts, label, out):
+    for df in frames(src, opts, label, out, pieces.names):
         df = rename(df, opts, out, pieces.names)
         df = time_to_seconds(df, out, pieces)
         finish(extras_numeric(df), opts, out, pieces)

@@ -18,8 +18,8 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from napkin.units import MEBI
 
-CHUNK_BYTES = int(16 * MEBI)  # a piece of the log read at once
-MAX_LINE_BYTES = CHUNK_BYTES  # longer is not a log line
+CHUNK_BYTES = int(4 * MEBI)  # a piece of the log read at once (polars parses 4 MiB pieces fastest here)
+MAX_LINE_BYTES = int(16 * MEBI)  # longer is not a log line
 SPILL_AFTER_BYTES = int(160 * MEBI)  # records held in memory before the rest go to a temporary file
 LONG = object()  # marks an over-long line in the chunk stream
 
@@ -27,9 +27,10 @@ LONG = object()  # marks an over-long line in the chunk stream
 class LineChunks:
     """Iterate ``fh`` as (bytes of whole lines, "\\n"-separated) or ``LONG`` for a line too long to hold."""
 
-    def __init__(self, fh: BinaryIO, *, cr_only: bool = False, size: int = CHUNK_BYTES,
-                 max_line: int = MAX_LINE_BYTES, progress: Callable[[int], None] | None = None):
-        self.fh, self.cr_only, self.size, self.max_line, self.progress = fh, cr_only, size, max_line, progress
+    def __init__(self, fh: BinaryIO, *, cr_only: bool = False, size: int | None = None,
+                 max_line: int | None = None, progress: Callable[[int], None] | None = None):
+        self.fh, self.cr_only, self.progress = fh, cr_only, progress
+        self.size, self.max_line = size or CHUNK_BYTES, max_line or MAX_LINE_BYTES
         self.done = 0
 
     def _read(self) -> bytes:
@@ -40,6 +41,7 @@ class LineChunks:
         return buf.replace(b"\r", b"\n") if self.cr_only else buf
 
     def __iter__(self) -> Iterator[Any]:
+        seekable = self.fh.seekable()
         rest = b""
         while True:
             buf = self._read()
@@ -49,23 +51,29 @@ class LineChunks:
                 return
             data = rest + buf if rest else buf
             cut = data.rfind(b"\n") + 1
-            if cut:
+            if cut == len(data):
+                rest = b""
+                yield data
+            elif cut and seekable and not rest:  # read the part line again with the next piece: no copy kept
+                self.fh.seek(cut - len(data), 1)
+                self.done -= len(data) - cut
+                yield data[:cut]
+            elif cut:
                 rest = data[cut:]
-                yield data[:cut] if cut < len(data) else data
-                continue
-            if len(data) <= self.max_line:
+                yield data[:cut]
+            elif len(data) <= self.max_line:
                 rest = data
-                continue
-            yield LONG  # pass over the rest of this line without holding it
-            rest = b""
-            while True:
-                buf = self._read()
-                if not buf:
-                    return
-                cut = buf.find(b"\n") + 1
-                if cut:
-                    rest = buf[cut:]
-                    break
+            else:
+                yield LONG  # pass over the rest of this line without holding it
+                rest = b""
+                while True:
+                    buf = self._read()
+                    if not buf:
+                        return
+                    cut = buf.find(b"\n") + 1
+                    if cut:
+                        rest = buf[cut:]
+                        break
 
 
 def cr_only(head: bytes) -> bool:
@@ -97,8 +105,8 @@ def bad_utf8_lines(data: bytes) -> list[int]:
 class Budget:
     """Bytes of records the stores of one report may hold in memory."""
 
-    def __init__(self, limit: int = SPILL_AFTER_BYTES):
-        self.limit = limit
+    def __init__(self, limit: int | None = None):
+        self.limit = SPILL_AFTER_BYTES if limit is None else limit
         self.used = 0
 
 
@@ -131,16 +139,19 @@ class FrameStore:
             self.parts.append((at, self.spill.tell() - at))
         self.heights.append(df.height)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _load(self, i: int) -> Any:
         import polars as pl
 
-        for part in self.parts:
-            if isinstance(part, tuple):
-                assert self.spill is not None
-                self.spill.seek(part[0])
-                yield pl.read_ipc(io.BytesIO(self.spill.read(part[1])), memory_map=False)
-            else:
-                yield part
+        part = self.parts[i]
+        if not isinstance(part, tuple):
+            return part
+        assert self.spill is not None
+        self.spill.seek(part[0])
+        return pl.read_ipc(io.BytesIO(self.spill.read(part[1])))
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self.parts)):
+            yield self._load(i)
 
     def __len__(self) -> int:
         return len(self.parts)
@@ -153,12 +164,7 @@ class FrameStore:
         return next(iter(self), None)
 
     def last(self) -> Any | None:
-        if not self.parts:
-            return None
-        part = self.parts[-1]
-        if isinstance(part, tuple):
-            return list(_one(self, len(self.parts) - 1))[0]
-        return part
+        return self._load(len(self.parts) - 1) if self.parts else None
 
     def concat(self) -> Any:
         """Every frame as one DataFrame (for small logs, tests and the store of runs)."""
@@ -173,12 +179,3 @@ class FrameStore:
         if self.spill is not None:
             self.spill.close()
             self.spill = None
-
-
-def _one(store: FrameStore, i: int) -> Iterator[Any]:
-    import polars as pl
-
-    at, n = store.parts[i]
-    assert store.spill is not None
-    store.spill.seek(at)
-    yield pl.read_ipc(io.BytesIO(store.spill.read(n)), memory_map=False)
