@@ -54,7 +54,6 @@ def ledger() -> None:
 def _report_callback(**params: Any) -> None:
     from napkin.ledger.calculator import build_report, read_all
     from napkin.ledger.records import combine
-    from napkin.ledger.store import Store
 
     as_json = params.pop("as_json")
     explain = params.pop("explain")
@@ -66,6 +65,8 @@ def _report_callback(**params: Any) -> None:
     req = _request(params, config)
     fresh = read_all(req) if (req.logs or req.content) or not run else []
     reads = list(fresh)
+    if not no_store:
+        from napkin.ledger.store import Store
     store = None if no_store else Store(store_path)
     stored_as = None
     try:

@@ -197,6 +197,7 @@ def run_ledger(req: LedgerRequest) -> LedgerReport:
 def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str | None = None) -> LedgerReport:
     """The Report of records ``rec`` (read from ``reads``) under the request's price, plan and model."""
     from napkin.ledger import drift, realised
+    from napkin.ledger.readers.common import warn_if_cumulative
 
     names = ", ".join(os.path.basename(p) for p in rec.sources)
     r = LedgerReport(title or f"Realised cost: {names}", command="ledger")
@@ -327,6 +328,9 @@ def build_report(req: LedgerRequest, reads: list[Any], rec: Any, *, title: str |
     r.set("duplicates", rec.duplicates, "count")
     if rec.duplicates:
         r.note(f"{rec.duplicates} duplicate record(s) (same step at the same time) dropped")
+    cumulative = warn_if_cumulative(rec.tally) if any(x.tokens_column for x in reads) else None
+    if cumulative:
+        r.warn(*cumulative)
     for x in reads:
         for code, msg in x.warnings:
             r.warn(code, msg)

@@ -3,7 +3,7 @@
 The ledger's gap rule and rollback rule need two medians over every record pair (the
 step time and the log interval): ``np.median`` of the whole array, which a 1 GB log could
 not hold. :class:`Values` keeps the pieces in memory up to ``IN_MEMORY`` values (then the
-median is ``np.median`` of all of them, as before) and past it as raw float64 in an
+median is the middle of all of them partitioned, as ``np.median`` finds it) and past it as raw float64 in an
 anonymous temporary file; :func:`median` then selects the middle values 16 bits of their
 sortable key at a time (four counting passes over the file), which is exact.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Iterator
 
-IN_MEMORY = 8_000_000  # values held in memory (64 MB of float64) before the rest go to a temporary file
+IN_MEMORY = 4_000_000  # values held in memory (32 MB of float64) before the rest go to a temporary file
 PIECE = 1 << 20  # values read back at once from the file
 
 

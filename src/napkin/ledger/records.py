@@ -291,21 +291,25 @@ class Tally:
         self.gpus = [float("inf"), float("-inf")]
         self.tokens = [float("inf"), float("-inf")]
         self.forward_ds, self.forward_step_s, self.mfu_logged = Values(), Values(), Values()
+        self.rising = 0  # forward pairs whose tokens rise (a cumulative column rises at nearly all)
 
     def add(self, c: Chunk) -> None:
         import numpy as np
 
         if self.first is None:
             self.first = (float(c.step[0]), float(c.t_wall[0]), int(c.line[0]), int(c.source[0]))
-            t, s, off = c.t_wall, c.step, 1
+            t, s, k, off = c.t_wall, c.step, c.tokens, 1
         else:
-            t, s, off = np.concatenate([[self.last[1]], c.t_wall]), np.concatenate([[self.last[0]], c.step]), 0
+            t, s, k, off = (np.concatenate([[self.last[1]], c.t_wall]), np.concatenate([[self.last[0]], c.step]),
+                            np.concatenate([[self.last_tokens], c.tokens]), 0)
         if len(t) > 1:
             dt, ds = np.diff(t), np.diff(s)
-            k = int(np.argmax(dt))
-            if dt[k] > self.jump[0]:
-                self.jump = (float(dt[k]), int(c.source[k + off]), int(c.line[k + off]), float(t[k]), float(t[k + 1]))
+            j = int(np.argmax(dt))
+            if dt[j] > self.jump[0]:
+                self.jump = (float(dt[j]), int(c.source[j + off]), int(c.line[j + off]), float(t[j]), float(t[j + 1]))
             forward = ds > 0
+            if self.tokens[0] < self.tokens[1] or k.min() < k.max():  # tokens that vary: do they rise with the step?
+                self.rising += int((forward & (np.diff(k) > 0)).sum())
             if not forward.all():
                 dt, ds = dt[forward], ds[forward]
             self.forward_ds.add(ds)
@@ -314,6 +318,7 @@ class Tally:
         if logged is not None:
             self.mfu_logged.add(logged[np.isfinite(logged)])
         self.last = (float(c.step[-1]), float(c.t_wall[-1]), int(c.line[-1]), int(c.source[-1]))
+        self.last_tokens = float(c.tokens[-1])
         for span, arr in ((self.steps, c.step), (self.gpus, c.gpus), (self.tokens, c.tokens)):
             span[0], span[1] = min(span[0], float(arr.min())), max(span[1], float(arr.max()))
         self.n += len(c)

@@ -73,6 +73,7 @@ class LogRead:
     clock: str = ""  # the t_wall resolution when the log says it (dates without a time: a day)
     origin: tuple[int, float] | None = None  # (step, t_wall) placed at --start before the first record
     tokens_derived: bool = False  # the reader worked out tokens per step (not a column of the log)
+    tokens_column: bool = False  # tokens per step are a column of the log, read as it is
     clock_per_record: bool = True  # False: times spread over the run, not read per record (no per-day figures)
 
     def skip(self, lines: list[int], reason: str, count: int | None = None) -> None:
@@ -176,11 +177,12 @@ def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | Non
     if not os.path.isdir(path) or content is not None:
         _check_not_empty(src)
     fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name, src)
-    from napkin.ledger.readers import csv, hf, jsonl, lightning, megatron, table, tensorboard, torchtitan
+    import importlib
 
-    reader = {"csv": csv.read, "jsonl": jsonl.read, "parquet": table.read_parquet, "hf": hf.read,
-              "lightning": lightning.read, "megatron": megatron.read, "torchtitan": torchtitan.read,
-              "tensorboard": tensorboard.read}[fmt]
+    module, name = {"csv": ("csv", "read"), "jsonl": ("jsonl", "read"), "parquet": ("table", "read_parquet"),
+                    "hf": ("hf", "read"), "lightning": ("lightning", "read"), "megatron": ("megatron", "read"),
+                    "torchtitan": ("torchtitan", "read"), "tensorboard": ("tensorboard", "read")}[fmt]
+    reader = getattr(importlib.import_module(f"napkin.ledger.readers.{module}"), name)
     if fmt == "tensorboard" and content is not None:
         raise InputError("format", "tensorboard", "cannot be read from an upload", "give the path of the event file")
     out = reader(src, opts, label)

@@ -33,8 +33,6 @@ class Pieces:
         self.overridden: dict[str, list[float]] = {}  # field -> [min, max] of the log's column an option replaced
         self.cum_last: tuple[float, float] | None = None  # (step, tokens seen) at the end of the piece before
         self.cum_fill: float | None = None  # the last tokens-per-step figure (carried over a gap)
-        self.rise = [0, 0, float("inf"), float("-inf")]  # forward pairs, rising ones, min and max tokens
-        self.rise_last: tuple[float, float] | None = None
 
 
 COMMA_FRACTION_RX = r"(\d\d:\d\d:\d\d),(\d+)"
@@ -136,7 +134,7 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
     if opts.tokens_cumulative or pieces.names.cumulative:
         df = tokens_per_step_from_cumulative(df, out, pieces)
     elif opts.tokens_per_step is None and not out.tokens_derived:
-        _rising(df, pieces)
+        out.tokens_column = True  # a column of the log: :func:`warn_if_cumulative` looks at how it grows
     df = _skip_bad(df, out)
     if out.origin is not None and df.height and df["step"][0] > out.origin[0]:
         # the run's start (--start, at step 0 or --start-step) as a record of its own: the steps before
@@ -166,9 +164,6 @@ def done(out: LogRead, opts: ReadOptions, pieces: Pieces) -> LogRead:
         if span is not None and opt is not None and not span[0] == span[1] == float(opt):
             out.warnings.append((f"{name.split('_')[0]}-overridden", f"{flag} {opt:g} replaces the log's {name} "
                                  f"column (which has {span[0]:g}..{span[1]:g})"))
-    if not (opts.tokens_cumulative or pieces.names.cumulative or opts.tokens_per_step is not None
-            or out.tokens_derived):
-        _warn_if_cumulative(out, pieces)
     if out.frames is None:
         from napkin.ledger.readers.lines import FrameStore
 
@@ -292,38 +287,21 @@ CUMULATIVE_MIN_PAIRS = 4  # forward record pairs needed before a tokens column i
 CUMULATIVE_RISING = 0.9  # ... and the share of them that must rise: a batch-size ramp rises a few times, then holds
 
 
-def _rising(df: Any, pieces: Pieces) -> None:
-    """Count the forward record pairs whose tokens rise (for :func:`_warn_if_cumulative`), piece by piece."""
-    import numpy as np
-
-    s, k = df["step"].to_numpy(), df["tokens"].to_numpy()
-    ok = np.isfinite(s) & np.isfinite(k)
-    s, k = s[ok], k[ok]
-    if not len(s):
-        return
-    if pieces.rise_last is not None:
-        s, k = np.concatenate([[pieces.rise_last[0]], s]), np.concatenate([[pieces.rise_last[1]], k])
-    pieces.rise[2], pieces.rise[3] = min(pieces.rise[2], float(k.min())), max(pieces.rise[3], float(k.max()))
-    forward = np.diff(s) > 0
-    pieces.rise[0] += int(forward.sum())
-    pieces.rise[1] += int((forward & (np.diff(k) > 0)).sum())
-    pieces.rise_last = (float(s[-1]), float(k[-1]))
-
-
-def _warn_if_cumulative(out: LogRead, pieces: Pieces) -> None:
+def warn_if_cumulative(tally: Any) -> tuple[str, str] | None:
     """A tokens column that rises at (nearly) every forward record pair counts tokens seen so far,
     not tokens per step (a batch-size ramp rises in a few steps, then holds): read as tokens per
-    step it understates the cost by the number of steps run, so say so and give the fix."""
-    n_pairs, rising, k_min, k_max = pieces.rise
+    step it understates the cost by the number of steps run, so say so and give the fix. ``tally``:
+    the records' :class:`~napkin.ledger.records.Tally`."""
+    n_pairs, rising, (k_min, k_max) = tally.forward_ds.n, tally.rising, tally.tokens
     if n_pairs < CUMULATIVE_MIN_PAIRS or not k_min < k_max:  # the usual log: the same tokens every step
-        return
+        return None
     if rising < CUMULATIVE_RISING * n_pairs:
-        return
-    out.warnings.append((
+        return None
+    return (
         "tokens-cumulative",
         f"the tokens column grows with the step ({rising} of the {n_pairs} records that advance have more "
         f"tokens than the one before; {k_min:,.0f} to {k_max:,.0f}): if it counts tokens seen so far, not "
-        "tokens per step, give --tokens-cumulative (or --tokens-per-step T)"))
+        "tokens per step, give --tokens-cumulative (or --tokens-per-step T)")
 
 
 def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str,
