@@ -1,10 +1,16 @@
-"""Drift: the realised cost per million advanced tokens against the plan, day by day.
+"""Drift: the realised cost per million advanced tokens, day by day, against the plan or the run itself.
 
 The plan's figure is ``napkin train``'s marginal $/M tokens (compute at the GPU-hour
 price per advanced token, with its assumed MFU and goodput); the realised figure has the
 same definition with the run's own MFU and goodput. A day whose realised figure exceeds
 the plan by more than ``alert`` (10% by default) is an alert: seed 001 names the usual
 causes (a slow node, a data-loader stall, a silent MFU regression after a code change).
+
+Without a plan the run is its own baseline (:func:`baseline_drift`): each day against the
+run's first day(s), its first 24 hours of wall time in whole calendar days, and against the
+day before. A step time 19% longer from day 3 on costs 19% more per advanced token: an
+alert against both. Per-day figures need a clock per record; a log whose times were spread
+over the run has none, and the report says so instead of inventing them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from napkin.errors import InputError, NapkinError
+from napkin.errors import InputError, NapkinError, quote
+from napkin.units import MILLION
 
 
 @dataclass(frozen=True)
@@ -89,8 +96,6 @@ def _num(v: Any) -> float | None:
 
 def day_drift(days: list[dict], plan: Plan | None, *, alert: float) -> list[dict]:
     """Each day with its realised $/M and, with a plan, its drift ratio and alert; returns the alerts."""
-    from napkin.units import MILLION
-
     alerts = []
     for day in days:
         adv = day["advanced_tokens"]
@@ -112,3 +117,49 @@ def day_drift(days: list[dict], plan: Plan | None, *, alert: float) -> list[dict
                            "reason": f"{(ratio - 1):.1%} above plan"})
         day["alert"] = ratio is None and day["usd"] > 0 or (ratio is not None and ratio > 1 + alert)
     return alerts
+
+
+BASELINE_S = 86400.0  # the baseline: the run's first calendar days, until they hold a day (24 h) of wall time
+
+
+def baseline_drift(days: list[dict], *, alert: float) -> tuple[dict | None, list[dict]]:
+    """Each day (after :func:`day_drift` gave it its $/M) against the run's first day(s) and the day before;
+    returns the baseline ({dates, usd_per_million_advanced_tokens}) and the alerts."""
+    base: list[dict] = []
+    wall = 0.0
+    for day in days:
+        base.append(day)
+        wall += day["wall_s"]
+        if wall >= BASELINE_S:
+            break
+    adv = sum(d["advanced_tokens"] for d in base)
+    base_per_m = sum(d["usd"] for d in base) / adv * MILLION if adv > 0 else None
+    baseline = None if base_per_m is None else {
+        "dates": [d["date"] for d in base], "usd_per_million_advanced_tokens": base_per_m}
+    label = base[0]["date"] if len(base) == 1 else f"{base[0]['date']} to {base[-1]['date']}" if base else ""
+    alerts: list[dict] = []
+    before: dict | None = None
+    for i, day in enumerate(days):
+        per_m = day["usd_per_million_advanced_tokens"]
+        vs_base = drift_ratio(per_m, planned_usd_per_million=base_per_m) if (
+            per_m is not None and base_per_m is not None and i >= len(base)) else None
+        prior = before["usd_per_million_advanced_tokens"] if before is not None else None
+        vs_prior = drift_ratio(per_m, planned_usd_per_million=prior) if per_m is not None and prior else None
+        day["baseline_ratio"], day["day_over_day_ratio"] = vs_base, vs_prior
+        found = []
+        if per_m is None and day["usd"] > 0 and day["wall_s"] > 0:
+            found.append({"date": day["date"], "kind": "no-progress", "ratio": None, "usd": day["usd"],
+                          "reason": "paid GPU time with no forward progress"})
+        if vs_base is not None and vs_base > 1 + alert:
+            found.append({"date": day["date"], "kind": "baseline", "ratio": vs_base,
+                          "usd_per_million_advanced_tokens": per_m,
+                          "reason": f"{vs_base - 1:.1%} above the run's first day(s) ({quote(label)})"})
+        if vs_prior is not None and vs_prior > 1 + alert:
+            found.append({"date": day["date"], "kind": "day-over-day", "ratio": vs_prior,
+                          "usd_per_million_advanced_tokens": per_m,
+                          "reason": f"{vs_prior - 1:.1%} above the day before ({quote(before['date'])})"})
+        day["alert"] = bool(found)
+        alerts += found
+        if per_m is not None:
+            before = day
+    return baseline, alerts

@@ -64,7 +64,8 @@ class Watcher:
         return data
 
     def poll(self) -> Update | None:
-        from napkin.ledger.calculator import build_report, read_options
+        from napkin.ledger.calculator import read_options
+        from napkin.ledger.report import build_report
         from napkin.ledger.readers import read_log, sniff
         from napkin.ledger.records import combine
 
@@ -102,14 +103,14 @@ class Watcher:
                 self._restarted("its first record changed")
             reads = [*self.earlier, read]
             try:
-                report = build_report(self.req, reads, combine(reads))
+                report = build_report(self.req, reads, combine(reads, skip_bad_clock=self.req.skip_bad_clock))
             except NotEnoughRecords:
                 raise
             except InputError as exc:
                 if not self.earlier:
                     raise
                 # the parts do not join (their times overlap): say so loudly, report the log as it is now
-                report = build_report(self.req, [read], combine([read]))
+                report = build_report(self.req, [read], combine([read], skip_bad_clock=self.req.skip_bad_clock))
                 self.restart_lines.append(f"WARNING: the earlier part(s) of the run cannot be joined to {self.path} "
                                           f"({exc}): reporting the file as it is now, without their cost")
                 self.earlier = []
