@@ -16,7 +16,7 @@ import msgspec
 from napkin import units
 from napkin.calculators import Calculator
 from napkin.derivation import Report
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 from napkin.ledger.readers import FORMATS
 from napkin.request import field
 from napkin.units import HOUR
@@ -89,7 +89,7 @@ def read_options(req: LedgerRequest) -> Any:
                          "give --start and --end too (logs without a wall clock per step)")
     start, end = parse_time("start", req.start), parse_time("end", req.end)
     if start is not None and end is not None and end <= start:
-        raise InputError("end", req.end, f"must be after --start ({req.start})",
+        raise InputError("end", req.end, f"must be after --start ({quote(req.start)})",
                          "give the run's end time after its start")
     return ReadOptions(format=req.format, mapping=dict(req.map), tokens_per_step=req.tokens_per_step,
                        gpus=req.gpus, seq_len=req.seq_len, start=start,

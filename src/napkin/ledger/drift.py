@@ -65,7 +65,7 @@ def load_plan(path: str) -> Plan:
 
         report = calculate("train", raw)
     except NapkinError as exc:
-        raise InputError("plan", path, f"could not be evaluated by `napkin train` ({exc})",
+        raise InputError("plan", path, f"could not be evaluated by `napkin train` ({quote(exc)})",
                          "check the file, or give --plan-usd-per-million X") from None
     per_m = report.get("usd_per_million_tokens")
     if not isinstance(per_m, dict) or "marginal" not in per_m:

@@ -96,7 +96,7 @@ def build_report(req: Any, reads: list[Any], rec: Any, *, title: str | None = No
     from napkin.ledger import realised
     from napkin.ledger.calculator import resolve_plan
 
-    names = ", ".join(os.path.basename(p) for p in rec.sources)
+    names = quote(", ".join(os.path.basename(p) for p in rec.sources))
     r = LedgerReport(title or f"Realised cost: {names}", command="ledger")
     plan = resolve_plan(req, r)
     price = _price(req, plan, r)

@@ -159,7 +159,7 @@ class Store:
 
         rid = self.run_id(name)
         if rid is None:
-            raise InputError("run", name, "is not in the store", f"see `napkin ledger runs --store {self.path}`")
+            raise InputError("run", name, "is not in the store", f"see `napkin ledger runs --store {quote(self.path)}`")
         out = []
         excl = {os.path.abspath(p) for p in exclude}
         for row in self.db.execute("SELECT path, format, location, time_absolute, skipped, skipped_lines, notes, data"
@@ -168,7 +168,7 @@ class Store:
             if path in excl:
                 continue
             if data is None:
-                raise InputError("run", name, f"has no stored records for {path}",
+                raise InputError("run", name, f"has no stored records for {quote(path)}",
                                  "report it again with --run NAME so its records are kept")
             extra = json.loads(notes or "{}")
             r = LogRead(frames=_unpack(data), format=fmt, path=path, location=location or "line",

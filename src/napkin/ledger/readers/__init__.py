@@ -114,17 +114,20 @@ class Source:
     label: str
     content: bytes | None = None
     progress: Callable[[int], None] | None = None
+    limit: int | None = None  # read no further than this byte (a growing log: up to its last complete line)
 
     @property
     def size(self) -> int:
-        return len(self.content) if self.content is not None else os.path.getsize(self.path)
+        size = len(self.content) if self.content is not None else os.path.getsize(self.path)
+        return size if self.limit is None else min(size, self.limit)
 
     def open(self) -> BinaryIO:
         import io
 
         from napkin.files import open_regular
 
-        return io.BytesIO(self.content) if self.content is not None else open_regular(self.path, "log")
+        fh = io.BytesIO(self.content) if self.content is not None else open_regular(self.path, "log")
+        return fh if self.limit is None else _Upto(fh, self.limit)  # type: ignore[return-value]
 
     def head(self, n: int = 0) -> bytes:
         n = n or SNIFF_BYTES
@@ -143,18 +146,50 @@ class Source:
     def read_bounded(self, max_bytes: int) -> bytes:
         if self.content is not None:
             if len(self.content) > max_bytes:
-                from napkin.files import read_bounded  # the same message
-
-                raise InputError("log", self.label, f"is larger than napkin reads for a {self.path} log")
+                raise InputError("log", self.label, f"is larger than napkin reads for this format ({max_bytes:,} "
+                                 "bytes)", "give the log it should be; a larger one is not one of these")
             return self.content
         from napkin.files import read_bounded
 
         return read_bounded(self.path, "log", max_bytes)
 
 
+class _Upto:
+    """A binary file read no further than ``limit`` bytes (the part of a growing log already whole)."""
+
+    def __init__(self, fh: Any, limit: int):
+        self.fh, self.limit = fh, limit
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.limit - self.fh.tell()
+        return self.fh.read(left if n < 0 else min(n, left)) if left > 0 else b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.fh.seek(offset, whence)
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.fh.tell()
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self) -> _Upto:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | None = None,
-             name: str | None = None) -> LogRead:
-    """Read ``path`` (or ``content``, an uploaded log named ``name``) into step records."""
+             name: str | None = None, limit: int | None = None) -> LogRead:
+    """Read ``path`` (or ``content``, an uploaded log named ``name``) into step records; ``limit``: read no
+    further than this byte."""
     from napkin.files import regular_file
 
     opts = opts or ReadOptions()
@@ -173,7 +208,7 @@ def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | Non
     if opts.progress is not None:
         size = len(content) if content is not None else (os.path.getsize(path) if not os.path.isdir(path) else 0)
         progress = (lambda done, lab=label, total=size: opts.progress(lab, done, total)) if size else None
-    src = Source(path, label, content, progress)
+    src = Source(path, label, content, progress, limit)
     if not os.path.isdir(path) or content is not None:
         _check_not_empty(src)
     fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name, src)
@@ -211,9 +246,9 @@ def check_delimiter(label: str, first_line: str) -> None:
         return
     for sep, said in ((";", "';'"), ("\t", "a tab")):
         if len(first_line.split(sep)) > 1:
-            raise InputError("delimiter", first_line.strip()[:80].replace("\t", "\\t"), f"is {said} in {label}, not a comma",
+            raise InputError("delimiter", first_line.strip()[:80].replace("\t", "\\t"), f"is {said} in {quote(label)}, not a comma",
                              "write the log comma-separated: tr " + ("';' ','" if sep == ";" else "'\\t' ','")
-                             + f" < {label} > steps.csv")
+                             + f" < {quote(label)} > steps.csv")
 
 
 def _resolve_dir(path: str, fmt: str) -> str:
@@ -228,12 +263,12 @@ def _resolve_dir(path: str, fmt: str) -> str:
         for f in events:  # EventAccumulator reads each: a FIFO among them would block it
             regular_file(os.path.join(path, f), "log")
         if fmt not in ("auto", "tensorboard"):
-            raise InputError("format", fmt, f"cannot read {path}, a folder of TensorBoard event files",
+            raise InputError("format", fmt, f"cannot read {quote(path)}, a folder of TensorBoard event files",
                              "give --format tensorboard, or auto")
         return path
     if fmt not in ("auto", "hf", "lightning") and any(os.path.exists(os.path.join(path, f))
                                                        for f in ("trainer_state.json", "metrics.csv")):
-        raise InputError("format", fmt, f"cannot read the folder {path}",
+        raise InputError("format", fmt, f"cannot read the folder {quote(path)}",
                          "give the log file inside it, or --format auto")
     raise InputError("log", path, "is a folder with no trainer_state.json, metrics.csv or TensorBoard event file",
                      "give the log file itself")

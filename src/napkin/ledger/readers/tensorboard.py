@@ -60,6 +60,6 @@ def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
                              f"'{quote(anchor)}'", "map a tag logged at the same steps")
     n_events = sum(len(v) for v in events.values())
     out.notes.append(f"read all {n_events} scalar events of {len(tags)} tags from "
-                     f"{os.path.basename(label.rstrip('/')) or label} (no sampling)")
+                     f"{quote(os.path.basename(label.rstrip('/')) or label)} (no sampling)")
     df = pl.DataFrame(cols, schema_overrides={"line": pl.Int64})
     return finish(df, opts, out)
