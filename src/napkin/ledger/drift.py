@@ -136,7 +136,8 @@ def baseline_drift(days: list[dict], *, alert: float) -> tuple[dict | None, list
     base_per_m = sum(d["usd"] for d in base) / adv * MILLION if adv > 0 else None
     baseline = None if base_per_m is None else {
         "dates": [d["date"] for d in base], "usd_per_million_advanced_tokens": base_per_m}
-    label = base[0]["date"] if len(base) == 1 else f"{base[0]['date']} to {base[-1]['date']}" if base else ""
+    label = (f"first day ({base[0]['date']})" if len(base) == 1 else
+             f"first days ({base[0]['date']} to {base[-1]['date']})" if base else "")
     alerts: list[dict] = []
     before: dict | None = None
     for i, day in enumerate(days):
@@ -153,7 +154,7 @@ def baseline_drift(days: list[dict], *, alert: float) -> tuple[dict | None, list
         if vs_base is not None and vs_base > 1 + alert:
             found.append({"date": day["date"], "kind": "baseline", "ratio": vs_base,
                           "usd_per_million_advanced_tokens": per_m,
-                          "reason": f"{vs_base - 1:.1%} above the run's first day(s) ({quote(label)})"})
+                          "reason": f"{vs_base - 1:.1%} above the run's {quote(label)}"})
         if vs_prior is not None and vs_prior > 1 + alert:
             found.append({"date": day["date"], "kind": "day-over-day", "ratio": vs_prior,
                           "usd_per_million_advanced_tokens": per_m,

@@ -249,7 +249,7 @@ def _drift(r: LedgerReport, req: Any, rec: Any, led: Any, plan: Any, per_m: floa
     baseline = None
     if plan is None and led.days:
         baseline, alerts = drift.baseline_drift(led.days, alert=req.alert)
-        if baseline is not None:
+        if baseline is not None and len(led.days) > 1:
             r.set("baseline", baseline)
             r.set("drift_alert_threshold", req.alert, "fraction")
     r.set("per_day", led.days)
@@ -264,8 +264,8 @@ def _drift(r: LedgerReport, req: Any, rec: Any, led: Any, plan: Any, per_m: floa
                "measure yet")
     else:
         dates = baseline["dates"]
-        first = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-        r.note(f"no plan given: drift alerts are days whose realised $/M exceeds the run's first day(s) ({first}: "
+        first = f"first day ({dates[0]}" if len(dates) == 1 else f"first days ({dates[0]} to {dates[-1]}"
+        r.note(f"no plan given: drift alerts are days whose realised $/M exceeds the run's {first}: "
                f"{units.fmt_auto(baseline['usd_per_million_advanced_tokens'], 'usd_per_million')}) or the day "
                f"before by more than {req.alert:.0%}; --plan plan.toml or --plan-usd-per-million for drift against "
                "the plan")

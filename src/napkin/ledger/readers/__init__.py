@@ -74,6 +74,7 @@ class LogRead:
     origin: tuple[int, float] | None = None  # (step, t_wall) placed at --start before the first record
     tokens_derived: bool = False  # the reader worked out tokens per step (not a column of the log)
     tokens_column: bool = False  # tokens per step are a column of the log, read as it is
+    columns: list[str] | None = None  # every column of the log (where not all are read), for messages
     clock_per_record: bool = True  # False: times spread over the run, not read per record (no per-day figures)
 
     def skip(self, lines: list[int], reason: str, count: int | None = None) -> None:

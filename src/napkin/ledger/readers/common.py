@@ -126,7 +126,7 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
     cols = set(df.columns)
     missing = [f for f in FIELDS if f not in cols]
     if missing and pieces.first:
-        shown = ", ".join(c for c in df.columns if c not in ("line", "_malformed")) or "none"
+        shown = ", ".join(c for c in (out.columns or df.columns) if c not in ("line", "_malformed")) or "none"
         raise InputError(missing[0], out.path, f"is missing from the {out.format} log (columns: {quote(shown)})",
                          FIX[missing[0]])
     df = df.with_columns([pl.lit(None, dtype=pl.Float64).alias(f) for f in missing])

@@ -243,6 +243,7 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any 
                 continue
             if lay is None:
                 lay, body_at = layout(data, opts, label)
+                out.columns = lay.names
                 if names is not None:
                     lay.project(names, out, opts)
                 line0 = lay.header_line + 1

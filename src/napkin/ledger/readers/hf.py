@@ -131,6 +131,11 @@ def _clock(df: Any, opts: ReadOptions, out: LogRead, summary: dict) -> Any:
         out.time_absolute = False
         out.notes.append("t_wall from each entry's train_runtime: the seconds since the Trainer started (its own "
                          "clock: set-up and queueing before it are not in the paid time)")
+        origin, first = opts.start_step or 0, df["step"].min()
+        if first is not None and first > origin:  # the Trainer started at step 0 (or --start-step) at time 0
+            out.origin = (origin, 0.0)
+            out.notes.append(f"time 0 (the Trainer's start) is the run at step {origin}: the steps from {origin} to "
+                             f"the first logged step {first:g} are paid and counted")
         return df.with_columns(runtime.alias("t_wall"))
     total = summary.get("train_runtime")
     if isinstance(total, (int, float)) and not isinstance(total, bool) and 0 < total < float("inf"):

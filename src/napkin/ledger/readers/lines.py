@@ -50,6 +50,12 @@ class LineChunks:
                     yield rest
                 return
             data = rest + buf if rest else buf
+            if rest and data.find(b"\n") > self.max_line:  # the line held so far ends past the bound
+                yield LONG
+                data = data[data.find(b"\n") + 1:]
+                rest = b""
+                if not data:
+                    continue
             cut = data.rfind(b"\n") + 1
             if cut == len(data):
                 rest = b""
