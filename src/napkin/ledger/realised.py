@@ -177,6 +177,9 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
     prev: _Carry | None = None
     for c in rec.chunks():
         s, t, g, dt, ds = _pairs(c, prev)
+        if not len(dt):  # the run's first record alone: no pair yet
+            prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), float(s[-1]))
+            continue
         k_next = c.tokens if prev is not None else c.tokens[1:]
         monotone = (prev is None or prev.step >= prev.high) and bool(np.all(ds > 0)) and s[-1] <= last
         if monotone and (med <= 0 or float((dt / ds).max()) <= gap_factor * med):

@@ -73,7 +73,10 @@ def _split_line(text: str) -> list[str]:
     """The fields of one CSV line (RFC 4180 quoting), unquoted and stripped."""
     import csv
 
-    row = next(csv.reader([text], skipinitialspace=True), [])
+    try:
+        row = next(csv.reader([text], skipinitialspace=True), [])
+    except csv.Error:  # a carriage return or NUL inside the line: split at the commas as they are
+        row = text.split(",")
     return [c.strip() for c in row]
 
 

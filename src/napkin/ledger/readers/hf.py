@@ -71,7 +71,8 @@ def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
             continue
         if any(k.startswith("eval_") for k in entry):
             continue  # evaluation entries are not training steps
-        rows.append({k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        rows.append({k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                     and _text(k)})
         lines.append(i)
     if not rows:
         raise InputError("log", label, "has no training entries in log_history", "log with logging_steps > 0")
@@ -99,6 +100,15 @@ def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
         raise InputError("tokens", label, "is not in trainer_state.json",
                          "give --tokens-per-step T (global batch × sequence length)")
     return finish(df, opts, out)
+
+
+def _text(key: str) -> bool:
+    """A key that is text (JSON may escape a lone surrogate, which is not)."""
+    try:
+        key.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _num(v: Any) -> float | None:
