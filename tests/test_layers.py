@@ -38,16 +38,10 @@ ALLOWED: dict[int, set[tuple[str, str]]] = {
         ("src/napkin/calculators/compare.py", "napkin.calculators.train"),
         ("src/napkin/calculators/train.py", "napkin.calculators.basics"),
         ("src/napkin/calculators/train.py", "napkin.calculators.goodput"),
-        ("src/napkin/ledger/calculator.py", "napkin.calculators.basics"),
     },
-    2: {
-        ("src/napkin/ledger/watch.py", "napkin.ledger.calculator"),
-    },
+    2: set(),
     3: {
         ("src/napkin/calculators/amortise.py", "napkin.calculate"),
-        ("src/napkin/ledger/__init__.py", "napkin.calculate"),
-        ("src/napkin/ledger/drift.py", "napkin.calculate"),
-        ("src/napkin/ledger/drift.py", "napkin.cli.common"),
         ("src/napkin/measure/__init__.py", "napkin.__version__"),
         ("src/napkin/measure/__main__.py", "napkin.cli"),
     },

@@ -54,7 +54,7 @@ def ledger() -> None:
 def _report_callback(**params: Any) -> None:
     import sys
 
-    from napkin.ledger.calculator import read_all
+    from napkin.ledger.inputs import read_all
     from napkin.ledger.progress import for_terminal
 
     as_json = params.pop("as_json")

@@ -43,6 +43,17 @@ def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: flo
     return realised_usd_per_million / planned_usd_per_million
 
 
+def resolve_plan(req: Any, r: Any) -> Plan | None:
+    """The plan of the request: its plan file, or --plan-usd-per-million (which replaces the file's figure)."""
+    plan = load_plan(req.plan) if req.plan else None
+    if req.plan_usd_per_million is not None:
+        if plan is not None:
+            r.warn("plan-overridden", f"--plan-usd-per-million {req.plan_usd_per_million:g} replaces the plan "
+                   f"file's {plan.usd_per_million:.4g}")
+        plan = Plan(req.plan_usd_per_million, "--plan-usd-per-million")
+    return plan
+
+
 PLAN_HEADER = re.compile(r"#\s*napkin\s+(\S+)\s+plan\b")
 
 
@@ -53,17 +64,18 @@ def load_plan(path: str) -> Plan:
     refused: `napkin train` would fill the inputs it lacks with defaults and plan a run nobody
     planned. The price keeps its basis: a list price the plan took by default (named in its
     ``assumed`` list) stays a reference price, not one given."""
-    from napkin.cli.common import read_config
+    from napkin.calculators import get
+    from napkin.files import regular_file
+    from napkin.request import read_config
 
+    regular_file(path, "plan")  # a FIFO or a device would block the reading, or never end
     kind = _plan_kind(path)
     if kind is not None and kind != "train":
         raise InputError("plan", path, f"is a `napkin {kind}` plan, not a training plan",
                          "give a plan written by `napkin train --save plan.toml`, or --plan-usd-per-million X")
     raw = read_config(path)
     try:
-        from napkin import calculate
-
-        report = calculate("train", raw)
+        report = get("train")(raw)
     except NapkinError as exc:
         raise InputError("plan", path, f"could not be evaluated by `napkin train` ({quote(exc)})",
                          "check the file, or give --plan-usd-per-million X") from None
@@ -81,10 +93,12 @@ def load_plan(path: str) -> Plan:
 
 def _plan_kind(path: str) -> str | None:
     """The command named by a saved plan's first line (``# napkin train plan: ...``), if any."""
+    from napkin.files import open_regular
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
-    except OSError:
+        with open_regular(path, "plan") as fh:
+            first = fh.readline(4096).decode("utf-8", errors="replace")
+    except InputError:
         return None  # read_config says what is wrong with the path
     m = PLAN_HEADER.match(first.strip())
     return m.group(1) if m else None

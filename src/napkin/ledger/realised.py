@@ -47,9 +47,11 @@ def paid_gpu_seconds(t_wall: Any, *, gpus_allocated: Any) -> float:
     return float(np.sum(np.diff(t) * np.asarray(gpus_allocated, dtype=float)[:-1]))
 
 
-def advanced_tokens(first_step: float, *, last_step: float, tokens_per_step: float) -> float:
+def advanced_tokens(first_step: Any, *, last_step: Any, tokens_per_step: Any) -> Any:
     """advanced = (last step − first step) · tokens_per_step
 
+    Array-safe: :func:`analyse` applies it to every record pair, from the high-water step
+    before the pair to the (higher) step after it, so the pairs add up to the run's.
     Trap: counting processed tokens; re-runs after a rollback inflate the denominator
     and flatter the cost.
     Source: seed 001, "Which tokens to count".
@@ -184,7 +186,8 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
         monotone = (prev is None or prev.step >= prev.high) and bool(np.all(ds > 0)) and s[-1] <= last
         if monotone and (med <= 0 or float((dt / ds).max()) <= gap_factor * med):
             # the usual chunk: every step new, none a gap, so steps run = new steps and productive = wall time
-            gpu_s_pair, tokens = dt * g[:-1], ds * k_next
+            gpu_s_pair = dt * g[:-1]
+            tokens = advanced_tokens(s[:-1], last_step=s[1:], tokens_per_step=k_next)  # every step new: = processed
             q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": tokens, "processed_tokens": tokens,
                  "productive_s": dt, "wall_s": dt, "busy_gpu_seconds": gpu_s_pair}
             total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(s[-1] - s[0]),
@@ -228,12 +231,14 @@ def _pairs_in_full(c: Any, prev: _Carry | None, s: Any, t: Any, g: Any, dt: Any,
     high = np.maximum.accumulate(s if prev is None else np.concatenate([[max(prev.high, prev.step)], s[1:]]))[:-1]
     forward = ds > 0
     d = np.where(forward, ds, stride)
-    new = np.maximum(0.0, np.minimum(s[1:], last) - np.minimum(high, last))
+    reached = np.minimum(high, last)  # forward progress counts only from the high-water step, up to the last step
+    new = np.maximum(np.minimum(s[1:], last), reached) - reached
     per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
     gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
     productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
     gpu_s_pair = dt * g[:-1]
-    q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": new * k_next, "processed_tokens": d * k_next,
+    advanced = advanced_tokens(reached, last_step=reached + new, tokens_per_step=k_next)
+    q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": advanced, "processed_tokens": d * k_next,
          "productive_s": productive, "wall_s": dt, "busy_gpu_seconds": productive * g[:-1]}
     total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(d.sum()),
              "advanced_tokens": float(q["advanced_tokens"].sum()), "processed_tokens": float(q["processed_tokens"].sum()),

@@ -94,7 +94,7 @@ class LedgerReport(Report):
 def build_report(req: Any, reads: list[Any], rec: Any, *, title: str | None = None) -> LedgerReport:
     """The Report of records ``rec`` (read from ``reads``) under the request's price, plan and model."""
     from napkin.ledger import realised
-    from napkin.ledger.calculator import resolve_plan
+    from napkin.ledger.drift import resolve_plan
 
     names = quote(", ".join(os.path.basename(p) for p in rec.sources))
     r = LedgerReport(title or f"Realised cost: {names}", command="ledger")
@@ -190,7 +190,7 @@ def _mfu(r: LedgerReport, req: Any, led: Any) -> None:
 
     mfu = None
     if req.model is not None or req.params is not None:
-        from napkin.calculators.basics import gpu_or_none, model_or_none, peak_of, resolve_params
+        from napkin.calculators.resolve import gpu_or_none, model_or_none, peak_of, resolve_params
         from napkin.formulas import flops
 
         n = resolve_params(r, model_or_none(req.model), req.params, active=True)

@@ -74,7 +74,7 @@ class Watcher:
         return 0, b""
 
     def poll(self) -> Update | None:
-        from napkin.ledger.calculator import read_options
+        from napkin.ledger.inputs import read_options
         from napkin.ledger.report import build_report
         from napkin.ledger.readers import read_log, sniff
         from napkin.ledger.records import combine
