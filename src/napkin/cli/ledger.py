@@ -74,7 +74,10 @@ def _report_callback(**params: Any) -> None:
     finally:
         if progress is not None:
             progress.close()  # before anything is printed
-    emit(report, as_json=as_json, explain=explain)
+    if as_json or explain:
+        emit(report, as_json=as_json, explain=explain)
+    else:  # the plain text on a terminal too: its day table and ALERT lines are the point
+        click.echo(report.text())
     if stored_as:  # another run's log has this file name: stored under its folders
         click.echo(f"note: {stored_as}", err=True)  # where it was kept, not a figure of the run: not in --json
     if chart:
