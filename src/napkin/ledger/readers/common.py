@@ -129,8 +129,12 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
         shown = ", ".join(c for c in (out.columns or df.columns) if c not in ("line", "_malformed")) or "none"
         raise InputError(missing[0], out.path, f"is missing from the {out.format} log (columns: {quote(shown)})",
                          FIX[missing[0]])
-    df = df.with_columns([pl.lit(None, dtype=pl.Float64).alias(f) for f in missing])
-    df = df.with_columns([pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")])
+    if missing:
+        df = df.with_columns([pl.lit(None, dtype=pl.Float64).alias(f) for f in missing])
+    casts = [pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")
+             if df.schema[f] != pl.Float64]
+    if casts:
+        df = df.with_columns(casts)
     if opts.tokens_cumulative or pieces.names.cumulative:
         df = tokens_per_step_from_cumulative(df, out, pieces)
     elif opts.tokens_per_step is None and not out.tokens_derived:

@@ -150,8 +150,8 @@ def frame(data: bytes, line0: int, lay: Layout, opts: ReadOptions) -> tuple[Any,
     del table
     n_lines = df.height
     kept = lay.keep if lay.keep is not None else range(ncols)
-    df = df.rename({f"_c{i}": lay.names[i] for i in kept}).with_row_index("line", offset=line0)
-    df = df.with_columns(pl.col("line").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("_malformed"))
+    df = df.rename({f"_c{i}": lay.names[i] for i in kept})
+    df.insert_column(0, pl.int_range(line0, line0 + n_lines, dtype=pl.Int64, eager=True).alias("line"))
     commas = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord(",")))
     if ragged or bad_text or commas != (ncols - 1) * n_lines:
         df = _mark_lines(df, data, line0, lay, bad_text)
@@ -174,8 +174,7 @@ def _mark_lines(df: Any, data: bytes, line0: int, lay: Layout, bad_text: list[in
                                                schema=wrong.schema)]).unique("line", keep="last")
     df = df.filter(~pl.col("line").is_in(blank.implode()))
     if wrong.height:
-        df = df.join(wrong, on="line", how="left").with_columns(
-            pl.coalesce("_why", "_malformed").alias("_malformed")).drop("_why")
+        df = df.join(wrong.rename({"_why": "_malformed"}), on="line", how="left")
     return df
 
 
