@@ -233,13 +233,22 @@ def extras_numeric(df: Any) -> Any:
 
 def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any = None) -> Any:
     """The raw frames of a CSV log, piece by piece (``layout`` from the first); with ``names`` (the column
-    decisions of :mod:`~napkin.ledger.readers.columns`), only the columns that are fields are read."""
+    decisions of :mod:`~napkin.ledger.readers.columns`), only the columns that are fields are read.
+
+    polars parses the next piece in a second thread while the caller finishes this one (it lets go of the
+    GIL while it parses): on two cores the reading and the checking overlap."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
     fh, chunks = src.chunks()
     lay: Layout | None = None
     line0 = 1
-    with fh:
+    pending: deque = deque()
+    with fh, ThreadPoolExecutor(1, thread_name_prefix="napkin-csv") as pool:
         for data in chunks:
             if data is LONG:
+                while pending:  # the pieces before it first, so that the skipped lines stay in order
+                    yield pending.popleft().result()[0]
                 out.skip([line0], TOO_LONG)
                 line0 += 1
                 continue
@@ -252,9 +261,12 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any 
                 data = data[body_at:]
                 if not data:
                     continue
-            df, n = frame(data, line0, lay, opts)
-            line0 += n
-            yield df
+            pending.append(pool.submit(frame, data, line0, lay, opts))
+            line0 += data.count(b"\n") + (not data.endswith(b"\n"))  # one line a row
+            if len(pending) > 1:
+                yield pending.popleft().result()[0]
+        while pending:
+            yield pending.popleft().result()[0]
     if lay is None:
         from napkin.ledger.records import NotEnoughRecords
 

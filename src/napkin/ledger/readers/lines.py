@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from napkin.units import MEBI
 
-CHUNK_BYTES = int(4 * MEBI)  # a piece of the log read at once (polars parses 4 MiB pieces fastest here)
+CHUNK_BYTES = int(8 * MEBI)  # a piece of the log read at once (4 to 16 MiB read fastest on a 2-core machine)
 MAX_LINE_BYTES = int(16 * MEBI)  # longer is not a log line
 SPILL_AFTER_BYTES = int(160 * MEBI)  # records held in memory before the rest go to a temporary file
 LONG = object()  # marks an over-long line in the chunk stream
