@@ -1,7 +1,7 @@
 """CSV step logs, read a piece at a time: columns as in seed 001 (``step, t_wall,
 gpus_allocated, tokens``), their aliases, or ``--map col=field``; other columns are kept.
 
-Each piece of whole lines (16 MiB) is read by polars' native reader with the header's
+Each piece of whole lines (8 MiB) is read by polars' native reader with the header's
 columns and types; a line with the wrong number of fields, an unreadable number, a missing
 field or bytes that are not UTF-8 text is skipped and reported with its line number.
 Fields may be quoted (RFC 4180: ``"ok, fine"``, a quote inside doubled): a piece with a
@@ -121,19 +121,16 @@ def layout(data: bytes, opts: ReadOptions, label: str) -> tuple[Layout, int]:
     return Layout(names, schema, header_line), body_at
 
 
-def frame(data: bytes, line0: int, lay: Layout, opts: ReadOptions) -> tuple[Any, int]:
-    """The raw table of one piece of whole lines (``line0`` the number of its first), ``line`` numbered,
-    a line that cannot be a record marked in ``_malformed``; and how many lines the piece holds.
-
-    Every line is one row, so the fields are checked by count: the piece's commas are (fields - 1) per
-    line unless a line has too many (polars refuses it, strictly read) or too few (the count is short,
-    a blank line included); only then are its lines split and counted one by one."""
-    import numpy as np
+def parse(data: bytes, lay: Layout) -> tuple[Any, int, bool, list[int]]:
+    """One piece of whole lines parsed: (the raw table, its lines numbered from 0 in ``line``, how many lines
+    the piece holds, whether a line has more fields than the header, the lines that are not UTF-8 text).
+    Runs in the second thread: nothing here needs the pieces before."""
     import polars as pl
 
-    if b'"' in data:
-        return _read_quoted(data, lay, line0, opts)
     bad_text = bad_utf8_lines(data)
+    if b'"' in data:
+        df, n_lines = _read_quoted(data, lay, bad_text)
+        return df, n_lines, False, bad_text
     ncols = len(lay.names)
     first = data.find(b"\n")
     plain_first = data.count(b",", 0, first if first >= 0 else len(data)) == ncols - 1
@@ -148,14 +145,28 @@ def frame(data: bytes, line0: int, lay: Layout, opts: ReadOptions) -> tuple[Any,
         ragged = True
         df = pl.read_csv(table, truncate_ragged_lines=True, **kw)
     del table
-    n_lines = df.height
     kept = lay.keep if lay.keep is not None else range(ncols)
     df = df.rename({f"_c{i}": lay.names[i] for i in kept})
+    return df, df.height, ragged, bad_text
+
+
+def settle(parsed: tuple[Any, int, bool, list[int]], data: bytes, line0: int, lay: Layout) -> Any:
+    """A parsed piece numbered from ``line0``, a line that cannot be a record marked in ``_malformed``.
+
+    Every line is one row, so the fields are checked by count: the piece's commas are (fields - 1) per
+    line unless a line has too many (polars refuses it, strictly read) or too few (the count is short,
+    a blank line included); only then are its lines split and counted one by one."""
+    import numpy as np
+    import polars as pl
+
+    df, n_lines, ragged, bad_text = parsed
+    if "line" in df.columns:  # the quoted path numbers its own (blank lines left out)
+        return df.with_columns(pl.col("line") + line0)
     df.insert_column(0, pl.int_range(line0, line0 + n_lines, dtype=pl.Int64, eager=True).alias("line"))
     commas = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord(",")))
-    if ragged or bad_text or commas != (ncols - 1) * n_lines:
+    if ragged or bad_text or commas != (len(lay.names) - 1) * n_lines:
         df = _mark_lines(df, data, line0, lay, bad_text)
-    return df, n_lines
+    return df
 
 
 def _mark_lines(df: Any, data: bytes, line0: int, lay: Layout, bad_text: list[int]) -> Any:
@@ -178,17 +189,17 @@ def _mark_lines(df: Any, data: bytes, line0: int, lay: Layout, bad_text: list[in
     return df
 
 
-def _read_quoted(data: bytes, lay: Layout, line0: int, opts: ReadOptions) -> tuple[Any, int]:
-    """A piece with quoted fields, split line by line with an RFC 4180 field pattern (vectorised)."""
+def _read_quoted(data: bytes, lay: Layout, bad_text: list[int]) -> tuple[Any, int]:
+    """A piece with quoted fields, split line by line with an RFC 4180 field pattern (vectorised); its lines
+    numbered from 0."""
     import polars as pl
 
     names = lay.names
-    bad_text = bad_utf8_lines(data)
     text = pl.Series("_raw", data.decode("utf-8", errors="replace").split("\n"))
     if text.len() and text[-1] == "":
         text = text.head(text.len() - 1)
     n_lines = text.len()
-    df = pl.DataFrame([text]).with_row_index("line", offset=line0).with_columns(
+    df = pl.DataFrame([text]).with_row_index("line").with_columns(
         pl.col("line").cast(pl.Int64), pl.col("_raw").str.strip_chars_end("\r"))
     df = df.filter(pl.col("_raw").str.strip_chars() != "")
     parts = pl.col("_raw").str.extract_all(FIELD_RX)
@@ -197,7 +208,7 @@ def _read_quoted(data: bytes, lay: Layout, line0: int, opts: ReadOptions) -> tup
     whole = pl.col("_f").list.eval(pl.element().str.len_chars()).list.sum() == pl.col("_raw").str.len_chars()
     n = pl.col("_f").list.len()
     df = df.with_columns(
-        pl.when(pl.col("line").is_in([line0 + i for i in bad_text])).then(pl.lit(NOT_UTF8))
+        pl.when(pl.col("line").is_in(bad_text)).then(pl.lit(NOT_UTF8))
         .when(~whole).then(pl.lit("has a quote that is not a whole quoted field (RFC 4180)"))
         .when(n != ncols).then(pl.format("has {} field(s); the header has " + str(ncols), n))
         .otherwise(None).alias("_malformed"))
@@ -247,8 +258,9 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any 
     with fh, ThreadPoolExecutor(1, thread_name_prefix="napkin-csv") as pool:
         for data in chunks:
             if data is LONG:
-                while pending:  # the pieces before it first, so that the skipped lines stay in order
-                    yield pending.popleft().result()[0]
+                while pending:  # the pieces before it first: their lines come before it
+                    df, line0 = _settled(pending.popleft(), line0, lay)
+                    yield df
                 out.skip([line0], TOO_LONG)
                 line0 += 1
                 continue
@@ -261,16 +273,24 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any 
                 data = data[body_at:]
                 if not data:
                     continue
-            pending.append(pool.submit(frame, data, line0, lay, opts))
-            line0 += data.count(b"\n") + (not data.endswith(b"\n"))  # one line a row
+            pending.append((pool.submit(parse, data, lay), data))
             if len(pending) > 1:
-                yield pending.popleft().result()[0]
+                df, line0 = _settled(pending.popleft(), line0, lay)
+                yield df
         while pending:
-            yield pending.popleft().result()[0]
+            df, line0 = _settled(pending.popleft(), line0, lay)
+            yield df
     if lay is None:
         from napkin.ledger.records import NotEnoughRecords
 
         raise NotEnoughRecords("log", label, "has no header line and no records", "give a CSV step log with a header")
+
+
+def _settled(item: tuple[Any, bytes], line0: int, lay: Any) -> tuple[Any, int]:
+    """A piece the second thread parsed, settled here (numbered from ``line0``), and the next piece's first line."""
+    future, data = item
+    parsed = future.result()
+    return settle(parsed, data, line0, lay), line0 + parsed[1]
 
 
 def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
