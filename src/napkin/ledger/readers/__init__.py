@@ -57,7 +57,8 @@ class LogRead:
 
     ``frames`` holds the records frame by frame (a :class:`~napkin.ledger.readers.lines.FrameStore`,
     in memory or spilled to a temporary file); ``frame`` is all of them as one DataFrame, for a
-    small log. Columns: line, step, t_wall, gpus_allocated, tokens, and the log's others."""
+    small log. Columns: line, step, t_wall, gpus_allocated, tokens, and what else the reader kept (a CSV
+    without quotes keeps only the fields; JSON Lines and the others keep the log's other columns)."""
 
     frames: Any = None
     format: str = ""

@@ -1,8 +1,9 @@
-"""CSV step logs, read a piece at a time: columns as in seed 001 (``step, t_wall,
-gpus_allocated, tokens``), their aliases, or ``--map col=field``; other columns are kept.
+"""CSV step logs, read a piece at a time: the columns ``step, t_wall, gpus_allocated, tokens``,
+their aliases (:mod:`~napkin.ledger.readers.columns`), or ``--map col=field``.
 
-Each piece of whole lines (8 MiB) is read by polars' native reader with the header's
-columns and types; a line with the wrong number of fields, an unreadable number, a missing
+Each piece of whole lines (8 MiB) is read by polars' native reader with the header's types,
+only the columns that are fields (and ``mfu_logged``) parsed, the others counted as fields;
+a line with the wrong number of fields, an unreadable number, a missing
 field or bytes that are not UTF-8 text is skipped and reported with its line number.
 Fields may be quoted (RFC 4180: ``"ok, fine"``, a quote inside doubled): a piece with a
 quote is split line by line, so each record keeps its line number and a line with a stray
