@@ -185,12 +185,14 @@ def test_a_line_longer_than_16_mib_is_one_skipped_line(tmp_path):
 
 # ------------------------------------------------------------------ 8. a store in a folder that does not exist
 def test_a_store_in_a_missing_folder_is_refused(tmp_path, run_cli):
-    """Review: --store /nonexistent/dir/x.sqlite silently created the folders (a typo starts a new store)."""
+    """Review: --store /nonexistent/dir/x.sqlite silently created the folders (a typo starts a new store). The
+    missing folder is inside the test's own temporary folder, so a regression writes nothing outside it."""
     log = write_csv(tmp_path / "run.csv", BASE_ROWS)
-    out = run_cli("ledger", "report", log, "--price", "2.5/h", "--store", "/nonexistent/dir/x.sqlite", code=1)
-    assert out.stderr == ("error: store is in a folder that does not exist; got /nonexistent/dir/x.sqlite (create the "
-                          "folder first, or give --store PATH in an existing folder)\n")
-    assert not os.path.exists("/nonexistent")
+    store = tmp_path / "nonexistent" / "dir" / "x.sqlite"
+    out = run_cli("ledger", "report", log, "--price", "2.5/h", "--store", str(store), code=1)
+    assert out.stderr == (f"error: store is in a folder that does not exist; got {store} (create the folder first, "
+                          "or give --store PATH in an existing folder)\n")
+    assert not (tmp_path / "nonexistent").exists()
 
 
 # ------------------------------------------------------------------ 9. what a log holds, echoed, is quoted
