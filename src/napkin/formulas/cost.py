@@ -13,20 +13,3 @@ def usd_per_million_tokens(fleet_usd_per_hour: float, *, tokens_per_s: float, ut
     """
     return fleet_usd_per_hour / HOUR / (tokens_per_s * utilization) * MILLION
 
-
-def gpu_hours(gpu_seconds: float) -> float:
-    """gpu_hours = gpu_seconds / 3600
-
-    Trap: busy instead of allocated GPU time; you pay for the GPU that waits on a straggler.
-    Source: seed 001, "Allocated, not busy".
-    """
-    return gpu_seconds / HOUR
-
-
-def usd(gpu_hours: float, *, usd_per_gpu_hour: float) -> float:
-    """usd = gpu_hours · usd_per_gpu_hour
-
-    Trap: a list price instead of a loaded one understates the cost.
-    Source: seed 001, "marginal_usd = gpu_hours × usd_per_gpu_hour".
-    """
-    return gpu_hours * usd_per_gpu_hour

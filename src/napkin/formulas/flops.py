@@ -71,16 +71,6 @@ def prefill_flops(active_params: float, *, prompt_tokens: float, attention_flops
     return FORWARD_FLOPS_PER_PARAM * active_params * prompt_tokens + attention_flops
 
 
-def train_seconds(train_flops: float, *, n_gpus: float, dense_flops_per_s: float, mfu: float) -> float:
-    """t = C / (n_gpus · peak · MFU)
-
-    Trap: peak is the dense figure at the run's precision; the datasheet's sparse
-    figure is twice it and halves the answer.
-    Source: seed 004, "seconds = train_flops ÷ (gpus × peak_flops × MFU)".
-    """
-    return train_flops / (n_gpus * dense_flops_per_s * mfu)
-
-
 def model_flops_utilization(flops_per_token: float, *, tokens_per_step: float, step_s: float,
                             n_gpus: float, dense_flops_per_s: float) -> float:
     """MFU = (flops_per_token · tokens_per_step / step_s) / (n_gpus · peak)
@@ -90,3 +80,16 @@ def model_flops_utilization(flops_per_token: float, *, tokens_per_step: float, s
     Source: seed 004 (70B, 4M tokens in 2.07 s on 2,048 H100s: MFU ≈ 40%); PaLM appendix B.
     """
     return flops_per_token * tokens_per_step / step_s / (n_gpus * dense_flops_per_s)
+
+
+def hfu_full_recompute(mfu: float) -> float:
+    """HFU = MFU · 8 / 6   (full activation recomputation: one more forward pass, 2N more per token)
+
+    Hardware FLOPs utilisation counts what the GPUs computed, recomputed activations
+    included; with full recomputation each token costs 8N instead of the model's 6N.
+    Trap: reporting HFU as MFU: it flatters the run by a third and cannot be compared with
+    another run's MFU.
+    Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU and HFU);
+    Korthikanti et al. 2022 (arXiv:2205.05198), on full recomputation's extra forward pass.
+    """
+    return mfu * 8 / 6
