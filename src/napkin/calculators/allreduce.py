@@ -11,7 +11,6 @@ from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import comm
-from napkin.formulas.serving import SCALE_OUT_BYTES_PER_S_PER_GPU
 from napkin.hardware import Accelerator
 from napkin.request import field
 from napkin.units import format as fmt
@@ -75,11 +74,12 @@ def run_allreduce(req: AllreduceRequest) -> Report:
         raise InputError("link", "nothing", "is required", "give --link GPU or --link-bandwidth X --bidirectional")
     per_rank = r.step("bytes_per_rank", "2 · (n − 1) / n · buffer",
                       value=comm.ring_allreduce_bytes_per_rank(req.size, n_ranks=req.ranks), unit="bytes",
-                      n=req.ranks, buffer=(req.size, "bytes"))
+                      n=req.ranks, buffer=(req.size, "bytes"), cites=comm.ring_allreduce_bytes_per_rank)
     r.step("seconds", "bytes_per_rank / one-direction bandwidth + 2 · (n − 1) · latency",
            value=comm.allreduce_seconds(per_rank, link_bytes_per_s_per_direction=one_way, n_ranks=req.ranks,
                                         latency_s=req.latency),
-           unit="seconds", bandwidth=(one_way, "bytes_per_s"), latency=(req.latency, "seconds"))
+           unit="seconds", bandwidth=(one_way, "bytes_per_s"), latency=(req.latency, "seconds"),
+           cites=comm.allreduce_seconds)
     r.note("each rank sends bytes_per_rank and receives as many; the volume per rank tends to 2 × buffer and "
            "does not shrink with more ranks")
     if req.latency == 0:
@@ -88,7 +88,7 @@ def run_allreduce(req: AllreduceRequest) -> Report:
 
 
 # One 400 Gb/s NIC per GPU (ConnectX-7 on an HGX H100 node): 50 GB/s each way, as serving prices TP across nodes.
-NIC_EXAMPLE_BYTES_PER_S = SCALE_OUT_BYTES_PER_S_PER_GPU
+NIC_EXAMPLE_BYTES_PER_S = catalog.default_value("scale_out_bytes_per_s_per_gpu")
 
 
 def warn_beyond_scale_up(r: Report, g: Accelerator, ranks: int, one_way: float) -> None:

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import msgspec
 
+from napkin import catalog
 from napkin.calculators import Calculator
-from napkin.calculators.resolve import gpu_or_none, model_or_none, resolve_params
+from napkin.calculators.resolve import assume_default, gpu_or_none, model_or_none, resolve_params
 from napkin.calculators.steps import kv_held_step, kv_step
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -36,7 +37,8 @@ class MemoryRequest(S, kw_only=True, forbid_unknown_fields=True):
     gpus: Annotated[int, field("int", "GPUs the model is sharded over", gt=0)] = 1
     memory: Annotated[float | None, field("bytes", "memory per GPU (instead of the catalog's)", gt=0)] = None
     training: Annotated[bool, field("bool", "also count static training state (16 bytes/param)")] = False
-    usable: Annotated[float, field("fraction", "fraction of GPU memory usable for training state")] = 0.8
+    usable: Annotated[float, field("fraction", "fraction of GPU memory usable for training state")] = \
+        catalog.default_value("train_usable_memory_fraction")
 
 
 def _finite(value: float, field_name: str, given: object, what: str, fix: str) -> float:
@@ -60,7 +62,7 @@ def run_memory(req: MemoryRequest) -> Report:
     w = _finite(mem.weights_bytes(n, bytes_per_param=b), "params", fmt(n, "count"), "the weights",
                 "give the parameter count, e.g. 70B")
     r.step("weights_bytes", "N · bytes_per_param", value=w, unit="bytes", N=(n, "count"), bytes_per_param=b,
-           precision=req.precision)
+           precision=req.precision, cites=mem.weights_bytes)
     if req.precision in ("int4", "fp4"):
         r.note("int4/fp4 are half a byte per parameter (bits / 8, never an integer division)")
     kvb = bytes_per_value(req.kv_precision, "kv_precision")
@@ -71,7 +73,8 @@ def run_memory(req: MemoryRequest) -> Report:
         kv_tok = r.step("kv_bytes_per_token", "2 · L · h_kv · d_h · bytes",
                         value=mem.kv_bytes_per_token(req.layers, n_kv_heads=req.kv_heads, head_dim=req.head_dim,
                                                      bytes_per_value=kvb),
-                        unit="bytes", L=req.layers, h_kv=req.kv_heads, d_h=req.head_dim, bytes=kvb)
+                        unit="bytes", L=req.layers, h_kv=req.kv_heads, d_h=req.head_dim, bytes=kvb,
+                        cites=mem.kv_bytes_per_token)
         r.note("h_kv is the number of key-value heads, not query heads (8 vs 64 on Llama 3.1 70B)")
     total = w
     if req.context is not None:
@@ -85,7 +88,7 @@ def run_memory(req: MemoryRequest) -> Report:
                 "give the tokens one sequence holds and the sequences in flight, e.g. --context 8Ki --sequences 32")
         r.step("kv_total_bytes", "kv_bytes_per_token · " + ("kv_tokens_held" if capped else "context") + " · sequences",
                value=kv, unit="bytes", **({} if capped else {"context": (req.context, "count")}),
-               sequences=req.sequences)
+               sequences=req.sequences, cites=mem.kv_total_bytes)
         if req.context % KILO == 0 and req.context % KIBI != 0:
             r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / KILO:g}Ki for "
                    f"{req.context / KILO * KIBI:,.0f}")
@@ -99,7 +102,7 @@ def run_memory(req: MemoryRequest) -> Report:
         static = _finite(mem.training_static_bytes(n), "params", fmt(n, "count"), "the training state",
                          "give the parameter count, e.g. 70B")
         r.step("training_static_bytes", "N · 16  (bf16 weights 2 + grads 2 + fp32 master 4 + Adam m 4 + v 4)",
-               value=static, unit="bytes", N=(n, "count"))
+               value=static, unit="bytes", N=(n, "count"), cites=mem.training_static_bytes)
         r.set("training_bytes_per_param", dict(mem.TRAINING_BYTES_PER_PARAM))
         r.note("activations are extra: they scale with batch × sequence × hidden × layers")
         if cap is not None:
@@ -131,11 +134,14 @@ def _gpu_count(ratio: float, cap: float) -> int:
 
 def training_fit(r: Report, req: MemoryRequest, static: float, cap: float, m: ModelSpec | None) -> None:
     """Does the static training state, fully sharded over --gpus, fit in their usable memory?"""
-    r.assume("usable", req.usable, "fraction of memory left for state after buffers and fragmentation",
-             unit="fraction", basis=basis_of(req, "usable"))
+    note = "fraction of memory left for state after buffers and fragmentation"
+    if basis_of(req, "usable") == "assumed":
+        assume_default(r, "usable", "train_usable_memory_fraction", note=note)
+    else:
+        r.assume("usable", req.usable, note, unit="fraction", basis="given")
     n_min = _gpu_count(mem.min_gpus_for_state(static, memory_bytes=cap, usable=req.usable), cap)
     r.step("min_gpus_for_state", "ceil(static_bytes / (memory · usable)), fully sharded", value=n_min, unit="count",
-           static_bytes=(static, "bytes"), memory=(cap, "bytes"), usable=req.usable)
+           static_bytes=(static, "bytes"), memory=(cap, "bytes"), usable=req.usable, cites=mem.min_gpus_for_state)
     capacity = _finite(req.gpus * cap, "memory", fmt(cap, "bytes"), "the GPUs' memory",
                        "give the memory of one GPU, e.g. 80GB")
     r.step("capacity_bytes", "gpus · memory_per_gpu", value=capacity, unit="bytes", gpus=req.gpus,

@@ -37,18 +37,21 @@ def run_mfu(req: MfuRequest) -> Report:
     r = Report("MFU", command="mfu")
     n = resolve_params(r, m, req.params, active=True)
     peak = peak_of(r, g, req.precision, req.peak)
-    fpt = r.step("flops_per_token", "6 · N", value=flops.train_flops_per_token(n), unit="flops", N=(n, "count"))
+    fpt = r.step("flops_per_token", "6 · N", value=flops.train_flops_per_token(n), unit="flops", N=(n, "count"),
+                 cites=flops.train_flops_per_token)
     step_flops = fpt * req.tokens_per_step
     needed = step_flops / req.step_time
     avail = req.gpus * peak
-    mfu = needed / avail if math.isfinite(avail) else math.nan
+    mfu = flops.model_flops_utilization(fpt, tokens_per_step=req.tokens_per_step, step_s=req.step_time,
+                                        n_gpus=req.gpus, dense_flops_per_s=peak)
     if not (math.isfinite(mfu) and mfu > 0):
         raise _mfu_not_finite(req, n, peak, fpt, step_flops, needed, avail)
     r.step("model_flops_per_s", "flops_per_token · tokens_per_step / step_time", value=needed, unit="flops_per_s",
            tokens_per_step=(req.tokens_per_step, "count"), step_time=(req.step_time, "seconds"))
     r.step("available_flops_per_s", "gpus · peak", value=avail, unit="flops_per_s", gpus=req.gpus,
            peak=(peak, "flops_per_s"))
-    r.step("mfu", "model_flops_per_s / available_flops_per_s", value=mfu, unit="fraction")
+    r.step("mfu", "model_flops_per_s / available_flops_per_s", value=mfu, unit="fraction",
+           cites=flops.model_flops_utilization)
     if mfu > 1:
         r.warn("mfu-above-one",
                f"MFU {fmt(mfu, 'fraction')} is above 100%: the model's arithmetic ({fmt(needed, 'flops_per_s')}) "
@@ -57,8 +60,8 @@ def run_mfu(req: MfuRequest) -> Report:
                f"whole optimiser step, not one micro-batch), tokens per step too large (the global batch, counted "
                f"once), too few GPUs counted (--gpus is every GPU in the job), or the peak too low (the wrong "
                f"precision: an fp8 run against the bf16 peak, or a hand-typed peak)")
-    elif req.recompute and mfu * 8 / 6 > 1:
-        r.warn("mfu-above-one", f"HFU {fmt(mfu * 8 / 6, 'fraction')} is above 100%: with full recomputation the "
+    elif req.recompute and flops.hfu_full_recompute(mfu) > 1:
+        r.warn("mfu-above-one", f"HFU {fmt(flops.hfu_full_recompute(mfu), 'fraction')} is above 100%: with full recomputation the "
                                 "hardware would do more than its dense peak; check the step time, tokens per step, "
                                 "GPU count and precision")
     t = req.tokens_per_step
@@ -72,7 +75,7 @@ def run_mfu(req: MfuRequest) -> Report:
                f"MFU would be {mfu * alt / t:.3f}")
     if req.recompute:
         r.step("hfu", "mfu · 8 / 6  (recompute adds one forward pass: 2N more per token)",
-               value=mfu * 8 / 6, unit="fraction")
+               value=flops.hfu_full_recompute(mfu), unit="fraction", cites=flops.hfu_full_recompute)
         r.warn("hfu-not-mfu", "HFU counts recomputed activations; report MFU, which counts only the model's FLOPs")
     else:
         r.note("MFU counts model FLOPs only; with activation recomputation the hardware does more (HFU), "

@@ -37,11 +37,13 @@ def run_roofline(req: RooflineRequest) -> Report:
     r.set("dense_flops_per_s", peak, "flops_per_s")
     r.set("memory_bytes_per_s", bw, "bytes_per_s")
     ridge = r.step("ridge_flops_per_byte", "peak / bandwidth", value=roof.ridge_flops_per_byte(peak, memory_bytes_per_s=bw),
-                   unit="number", peak=(peak, "flops_per_s"), bandwidth=(bw, "bytes_per_s"))
+                   unit="number", peak=(peak, "flops_per_s"), bandwidth=(bw, "bytes_per_s"),
+                   cites=roof.ridge_flops_per_byte)
     if req.intensity is not None:
         att = r.step("attainable_flops_per_s", "min(peak, intensity · bandwidth)",
                      value=float(roof.attainable_flops_per_s(req.intensity, dense_flops_per_s=peak, memory_bytes_per_s=bw)),
-                     unit="flops_per_s", intensity=req.intensity, bandwidth=(bw, "bytes_per_s"), peak=(peak, "flops_per_s"))
+                     unit="flops_per_s", intensity=req.intensity, bandwidth=(bw, "bytes_per_s"), peak=(peak, "flops_per_s"),
+                     cites=roof.attainable_flops_per_s)
         r.step("fraction_of_peak", "attainable / peak", value=att / peak, unit="fraction")
         bound = "memory" if req.intensity < ridge else "compute"
         r.set("bound", bound)
