@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import catalog
+from napkin import calculators, catalog
 from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -42,10 +42,14 @@ class AmortiseRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "catalog model: N (active) and its published tokens")] = None
     params: Annotated[float | None, field("count", "parameters N (active for MoE)", gt=0)] = None
     tokens: Annotated[float | None, field("count", "training tokens D", gt=0)] = None
-    gpu: Annotated[str | None, field("name", "train plan: accelerator (default h100-sxm)")] = None
+    gpu: Annotated[str | None, field("name", "train plan: accelerator (default "
+                                             f"{catalog.default_value('default_gpu')})")] = None
     precision: Annotated[str | None, field("precision", "train plan: training precision")] = None
-    mfu: Annotated[float | None, field("fraction", "train plan: MFU (default 0.40, assumed)")] = None
-    goodput: Annotated[float | None, field("fraction", "train plan: goodput (default 0.90, assumed)")] = None
+    mfu: Annotated[float | None, field("fraction", f"train plan: MFU (default "
+                                                        f"{catalog.default_value('training_mfu'):.2f}, assumed)")] = None
+    goodput: Annotated[float | None, field("fraction", f"train plan: goodput (default "
+                                                            f"{catalog.default_value('training_goodput'):.2f}, "
+                                                            "assumed)")] = None
     price: Annotated[float | None, field("usd_per_hour", "train plan: loaded $/GPU-hour", gt=0)] = None
     overhead: Annotated[dict[str, float], field("number", "train plan: overhead multipliers on the final run",
                                                 ge=0, example="experiments=0.6")] = {}
@@ -65,14 +69,12 @@ def _run_shape(r: Report, req: AmortiseRequest) -> tuple[float | None, float | N
 
 
 def _loaded_from_train(r: Report, req: AmortiseRequest) -> float:
-    """Plan the run with `napkin train` and take its loaded cost, with its working."""
-    from napkin import calculate
-
+    """Plan the run with `napkin train` (through the registry) and take its loaded cost, with its working."""
     raw: dict[str, Any] = {k: getattr(req, k) for k in TRAIN_FIELDS}
     raw = {k: v for k, v in raw.items() if v not in (None, {}, [])}
     if "goodput" in raw:
         raw["goodput"] = str(raw["goodput"])
-    t = calculate("train", raw)
+    t = calculators.get("train")(raw)
     r.merge(t, prefix="train.")
     marginal = r.set("marginal_training_usd", t["marginal_usd"], "usd")
     loaded = r.step("training_usd", "napkin train: marginal · (1 + Σ overheads) + fixed", value=t["loaded_usd"],

@@ -16,10 +16,9 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import catalog
+from napkin import calculators, catalog
 from napkin.calculators import Calculator
-from napkin.calculators.train import DEFAULT_MFU, TrainRequest, run_train
-from napkin.derivation import Report
+from napkin.derivation import Assumption, Report
 from napkin.errors import InputError, UnknownName
 from napkin.formulas import flops, training as T
 from napkin.request import field
@@ -34,7 +33,8 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
     params: Annotated[float | None, field("count", "parameters N", gt=0)] = None
     tokens: Annotated[float | None, field("count", "advanced tokens D of the run", gt=0)] = None
     precision: Annotated[str, field("precision", "training precision")] = "bf16"
-    mfu: Annotated[dict[str, float], field("fraction", "MFU per part (not given: 0.40, a guess)",
+    mfu: Annotated[dict[str, float], field("fraction", f"MFU per part (not given: "
+                                                      f"{catalog.default_value('training_mfu'):.2f}, a guess)",
                                            example="h100-sxm=0.40,b200=0.35")] = {}
     price: Annotated[dict[str, float], field("usd_per_hour", "loaded $/GPU-hour per part (not given: the "
                                                              "catalog's dated reference price)", gt=0,
@@ -42,8 +42,8 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
     peak: Annotated[dict[str, float], field("flops_per_s", "dense peak per part by hand (a part not in the "
                                                            "catalog needs one)", gt=0,
                                             example="next-gen=2.2P")] = {}
-    goodput: Annotated[float | None, field("fraction", "goodput, the same on every part (default 0.90, "
-                                                       "assumed)")] = None
+    goodput: Annotated[float | None, field("fraction", f"goodput, the same on every part (default "
+                                                       f"{catalog.default_value('training_goodput'):.2f}, assumed)")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
@@ -133,6 +133,7 @@ def run_compare(req: CompareRequest) -> Report:
     peaks = _by_part(req.peak, "peak", parts, hand)
 
     r = CompareReport("Compare", command="compare")
+    train = calculators.get("train")  # each part runs through `napkin train`
     rows: list[dict] = []
     for key in parts:
         in_catalog = key not in hand or _in_catalog(key)
@@ -145,9 +146,7 @@ def run_compare(req: CompareRequest) -> Report:
             "gpu": key if in_catalog else None, "peak": peaks.get(key), "mfu": mfus.get(key),
             "goodput": req.goodput, "price": prices.get(key),
         }
-        from napkin.request import parse_request
-
-        part = run_train(parse_request(TrainRequest, raw))
+        part = train(raw)
         r.merge(_only_part(part, key), prefix=f"{key}: ")
         guess = key not in mfus
         rows.append({
@@ -194,7 +193,8 @@ def run_compare(req: CompareRequest) -> Report:
 
     guessed = [row["gpu"] for row in rows if row["mfu_basis"] == "guess"]
     if guessed:
-        r.warn("mfu-guessed", f"no MFU given for {', '.join(guessed)}: {DEFAULT_MFU:.2f} is a guess; a short "
+        r.warn("mfu-guessed", f"no MFU given for {', '.join(guessed)}: "
+                              f"{catalog.default_value('training_mfu'):.2f} is a guess; a short "
                               "measured trial on each candidate should replace it")
     listed = [row["gpu"] for row in rows if row["price_basis"] != "given"]
     if listed and len(listed) < len(rows):
@@ -221,12 +221,10 @@ def _only_part(part: Report, key: str) -> Report:
     out = Report(part.title)
     out.steps = [s for s in part.steps if s.name in ("tokens_per_gpu_s", "gpu_hours", "marginal_usd",
                                                     "usd_per_million_tokens.marginal")]
-    from napkin.derivation import Assumption
-
     out.assumptions = [Assumption(f"{key}: {a.name}" if a.name in ("mfu", "price", "dense_flops_per_s")
                                   else a.name, a.value,
                                   ("a guess" + a.note[len("not measured"):] if a.name == "mfu"
-                                   and a.basis == "assumed" else a.note), a.unit, a.basis)
+                                   and a.basis == "assumed" else a.note), a.unit, a.basis, a.source, a.replaced_by)
                        for a in part.assumptions if a.name not in ("pue",)]
     out.warnings = list(part.warnings)
     return out
