@@ -106,3 +106,17 @@ def delivered_flops_per_usd(dense_flops_per_s: float, *, mfu: float, usd_per_gpu
     against 0.40, about 7% cheaper per token).
     """
     return dense_flops_per_s * mfu * goodput / (usd_per_gpu_hour / HOUR)
+
+
+def budget_flops(gpu_seconds: float, *, dense_flops_per_s: float, mfu: float, goodput: float = 1.0) -> float:
+    """C = GPU-seconds · peak · MFU · goodput   (the model FLOPs a cluster delivers over a span)
+
+    GPU-seconds are the GPUs times the wall-clock span; MFU is the fraction of the dense peak
+    spent on model arithmetic while the job runs, goodput the fraction of the span that advances.
+    The inverse of wall_seconds: the compute budget that sizes a compute-optimal model.
+    Trap: the sparse or wrong-precision peak doubles the budget; and MFU alone counts restart
+    and checkpoint time as if it trained.
+    Source: Hoffmann et al. 2022, Training Compute-Optimal Large Language Models (arXiv:2203.15556),
+    budgets in FLOPs; Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU).
+    """
+    return gpu_seconds * dense_flops_per_s * mfu * goodput
