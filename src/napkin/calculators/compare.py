@@ -148,45 +148,19 @@ def run_compare(req: CompareRequest) -> Report:
         }
         part = train(raw)
         r.merge(_only_part(part, key), prefix=f"{key}: ")
-        guess = key not in mfus
-        rows.append({
-            "gpu": key,
-            "name": catalog.gpu(key).name if in_catalog else f"{key} (by hand)",
-            "dense_flops_per_s": part["dense_flops_per_s"],
-            "mfu": part["mfu"],
-            "mfu_basis": "guess" if guess else "given",
-            "usd_per_gpu_hour": part["price"],
-            "price_basis": part["price_basis"],
-            "tokens_per_gpu_s": part["tokens_per_gpu_s"],
-            "gpu_hours": part["gpu_hours"],
-            "marginal_usd": part["marginal_usd"],
-            "usd_per_million_tokens": part["usd_per_million_tokens"]["marginal"],
-            "delivered_flops_per_usd": T.delivered_flops_per_usd(part["dense_flops_per_s"], mfu=part["mfu"],
-                                                                 usd_per_gpu_hour=part["price"],
-                                                                 goodput=part["goodput"]),
-        })
+        rows.append(_row(part, key, name=catalog.gpu(key).name if in_catalog else f"{key} (by hand)",
+                         guess=key not in mfus))
         if r.results.get("params") is None:
             for k in ("model", "params", "flops_convention", "flops_per_token", "advanced_tokens", "train_flops",
                       "precision", "goodput"):
                 if k in part.results:
                     r.set(k, part[k], part.units.get(k))
 
-    base = rows[0]
-    for row in rows:
-        row["relative_value"] = r.step(
-            f"{row['gpu']}: relative_value", "(peak / peak_base) · MFU / (price / price_base)",
-            value=(row["dense_flops_per_s"] / base["dense_flops_per_s"]) * row["mfu"]
-            / (row["usd_per_gpu_hour"] / base["usd_per_gpu_hour"]),
-            unit="number", result=False, peak=(row["dense_flops_per_s"], "flops_per_s"),
-            peak_base=(base["dense_flops_per_s"], "flops_per_s"), MFU=(row["mfu"], "fraction"),
-            price=(row["usd_per_gpu_hour"], "usd_per_hour"), price_base=(base["usd_per_gpu_hour"], "usd_per_hour"))
-        row["per_token_vs_baseline"] = r.step(
-            f"{row['gpu']}: per_token_vs_baseline", "usd_per_M / usd_per_M_base",
-            value=row["usd_per_million_tokens"] / base["usd_per_million_tokens"], unit="number", result=False)
+    _relative(r, rows)
     ranked = sorted(rows, key=lambda x: x["usd_per_million_tokens"])
     for i, row in enumerate(ranked, 1):
         row["rank"] = i
-    r.set("baseline", base["gpu"])
+    r.set("baseline", rows[0]["gpu"])
     r.set("ranking", ranked)
     r.set("cheapest", ranked[0]["gpu"])
     r.set("denominator", "advanced tokens (marginal cost: the final run's compute)")
@@ -206,6 +180,41 @@ def run_compare(req: CompareRequest) -> Report:
     r.title = f"Compare: {who} on {fmt(r['advanced_tokens'], 'count')} tokens, {req.precision}, " \
               f"{req.flops_convention} FLOPs per token"
     return r
+
+
+def _row(part: Report, key: str, *, name: str, guess: bool) -> dict:
+    """One part's row of the ranking, from its `napkin train` Report."""
+    return {
+        "gpu": key,
+        "name": name,
+        "dense_flops_per_s": part["dense_flops_per_s"],
+        "mfu": part["mfu"],
+        "mfu_basis": "guess" if guess else "given",
+        "usd_per_gpu_hour": part["price"],
+        "price_basis": part["price_basis"],
+        "tokens_per_gpu_s": part["tokens_per_gpu_s"],
+        "gpu_hours": part["gpu_hours"],
+        "marginal_usd": part["marginal_usd"],
+        "usd_per_million_tokens": part["usd_per_million_tokens"]["marginal"],
+        "delivered_flops_per_usd": T.delivered_flops_per_usd(part["dense_flops_per_s"], mfu=part["mfu"],
+                                                             usd_per_gpu_hour=part["price"], goodput=part["goodput"]),
+    }
+
+
+def _relative(r: Report, rows: list[dict]) -> None:
+    """Each part against the first (the baseline): seed 001's relative value, and cost per token."""
+    base = rows[0]
+    for row in rows:
+        row["relative_value"] = r.step(
+            f"{row['gpu']}: relative_value", "(peak / peak_base) · MFU / (price / price_base)",
+            value=(row["dense_flops_per_s"] / base["dense_flops_per_s"]) * row["mfu"]
+            / (row["usd_per_gpu_hour"] / base["usd_per_gpu_hour"]),
+            unit="number", result=False, peak=(row["dense_flops_per_s"], "flops_per_s"),
+            peak_base=(base["dense_flops_per_s"], "flops_per_s"), MFU=(row["mfu"], "fraction"),
+            price=(row["usd_per_gpu_hour"], "usd_per_hour"), price_base=(base["usd_per_gpu_hour"], "usd_per_hour"))
+        row["per_token_vs_baseline"] = r.step(
+            f"{row['gpu']}: per_token_vs_baseline", "usd_per_M / usd_per_M_base",
+            value=row["usd_per_million_tokens"] / base["usd_per_million_tokens"], unit="number", result=False)
 
 
 def _in_catalog(key: str) -> bool:

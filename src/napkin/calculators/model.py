@@ -11,6 +11,7 @@ from napkin.calculators import Calculator
 from napkin.calculators.steps import kv_step
 from napkin.derivation import Report
 from napkin.hardware import bytes_per_value
+from napkin.model import ModelSpec
 from napkin.request import field
 from napkin.units import format as fmt
 
@@ -29,6 +30,45 @@ def run_model(req: ModelRequest) -> Report:
     r.set("name", m.name)
     if m.family:
         r.set("family", m.family)
+    _architecture(r, m)
+    # ------------------------------------------------------------ parameters
+    bd = m.params_breakdown()
+    r.step("params", "embedding + lm_head + attention + mlp + norms", value=float(bd["total"]), unit="count",
+           embedding=(bd["embedding"], "count"), lm_head=(bd["lm_head"], "count"),
+           attention=(bd["attention"], "count"), mlp=(bd["mlp"], "count"), norms=(bd["norms"], "count"))
+    if m.is_moe:
+        r.step("active_params", "params with k of E routed experts per token", value=float(bd["active"]),
+               unit="count", k=m.n_active_experts, E=m.n_experts, shared=m.n_shared_experts)
+    else:
+        r.set("active_params", float(bd["active"]), "count")
+    if m.published_params:
+        r.set("published_params", m.published_params, "count")
+    if m.published_active_params:
+        r.set("published_active_params", m.published_active_params, "count")
+    if m.training_tokens:
+        r.set("training_tokens", m.training_tokens, "count")
+    kv_tok = kv_step(r, m, b, req.precision)
+    if m.sliding_window:
+        w = m.sliding_window
+        if m.n_sliding_layers == m.n_layers:
+            r.note(f"all {m.n_layers} layers attend over a {w:,}-token sliding window: one sequence's cache stops "
+                   f"growing at {w:,} tokens ({fmt(float(m.kv_bytes(w, b)), 'bytes')}); `napkin memory --context` "
+                   "applies the cap")
+        else:
+            r.note(f"{m.n_sliding_layers} of {m.n_layers} layers attend over a {w:,}-token sliding window: past "
+                   f"{w:,} tokens a sequence's cache grows by {fmt(kv_tok * (1 - m.window_layers_fraction), 'bytes')} "
+                   "per token (the global layers' share), not by kv_bytes_per_token; `napkin memory --context` "
+                   "applies the cap")
+    r.set("source", m.source)
+    if m.params_source:
+        r.set("params_source", m.params_source)
+    if m.note:
+        r.note(m.note)
+    return r
+
+
+def _architecture(r: Report, m: ModelSpec) -> None:
+    """The architecture as the config gives it: attention, feed-forward, embeddings, positions and norms."""
     # ------------------------------------------------------------ attention
     for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim"):
         r.set(k, getattr(m, k))
@@ -74,40 +114,6 @@ def run_model(req: ModelRequest) -> Report:
     r.set("norms_per_layer", m.norms_per_layer)
     if m.max_context:
         r.set("max_context", m.max_context)
-    # ------------------------------------------------------------ parameters
-    bd = m.params_breakdown()
-    r.step("params", "embedding + lm_head + attention + mlp + norms", value=float(bd["total"]), unit="count",
-           embedding=(bd["embedding"], "count"), lm_head=(bd["lm_head"], "count"),
-           attention=(bd["attention"], "count"), mlp=(bd["mlp"], "count"), norms=(bd["norms"], "count"))
-    if m.is_moe:
-        r.step("active_params", "params with k of E routed experts per token", value=float(bd["active"]),
-               unit="count", k=m.n_active_experts, E=m.n_experts, shared=m.n_shared_experts)
-    else:
-        r.set("active_params", float(bd["active"]), "count")
-    if m.published_params:
-        r.set("published_params", m.published_params, "count")
-    if m.published_active_params:
-        r.set("published_active_params", m.published_active_params, "count")
-    if m.training_tokens:
-        r.set("training_tokens", m.training_tokens, "count")
-    kv_tok = kv_step(r, m, b, req.precision)
-    if m.sliding_window:
-        w = m.sliding_window
-        if m.n_sliding_layers == m.n_layers:
-            r.note(f"all {m.n_layers} layers attend over a {w:,}-token sliding window: one sequence's cache stops "
-                   f"growing at {w:,} tokens ({fmt(float(m.kv_bytes(w, b)), 'bytes')}); `napkin memory --context` "
-                   "applies the cap")
-        else:
-            r.note(f"{m.n_sliding_layers} of {m.n_layers} layers attend over a {w:,}-token sliding window: past "
-                   f"{w:,} tokens a sequence's cache grows by {fmt(kv_tok * (1 - m.window_layers_fraction), 'bytes')} "
-                   "per token (the global layers' share), not by kv_bytes_per_token; `napkin memory --context` "
-                   "applies the cap")
-    r.set("source", m.source)
-    if m.params_source:
-        r.set("params_source", m.params_source)
-    if m.note:
-        r.note(m.note)
-    return r
 
 
 MODEL = Calculator("model", ModelRequest, run_model, "Model",
