@@ -202,14 +202,15 @@ def _row(part: Report, key: str, *, name: str, guess: bool) -> dict:
 
 
 def _relative(r: Report, rows: list[dict]) -> None:
-    """Each part against the first (the baseline): seed 001's relative value, and cost per token."""
+    """Each part against the first (the baseline): its relative value, and its cost per token."""
     base = rows[0]
     for row in rows:
         row["relative_value"] = r.step(
             f"{row['gpu']}: relative_value", "(peak / peak_base) · MFU / (price / price_base)",
-            value=(row["dense_flops_per_s"] / base["dense_flops_per_s"]) * row["mfu"]
-            / (row["usd_per_gpu_hour"] / base["usd_per_gpu_hour"]),
-            unit="number", result=False, peak=(row["dense_flops_per_s"], "flops_per_s"),
+            value=T.relative_value(row["dense_flops_per_s"], mfu=row["mfu"], usd_per_gpu_hour=row["usd_per_gpu_hour"],
+                                   baseline_flops_per_s=base["dense_flops_per_s"],
+                                   baseline_usd_per_gpu_hour=base["usd_per_gpu_hour"]),
+            unit="number", result=False, cites=T.relative_value, peak=(row["dense_flops_per_s"], "flops_per_s"),
             peak_base=(base["dense_flops_per_s"], "flops_per_s"), MFU=(row["mfu"], "fraction"),
             price=(row["usd_per_gpu_hour"], "usd_per_hour"), price_base=(base["usd_per_gpu_hour"], "usd_per_hour"))
         row["per_token_vs_baseline"] = r.step(

@@ -68,7 +68,8 @@ def run_gpu_hour(req: GpuHourRequest) -> Report:
             cheaper = "owning" if ratio < 1 else "renting"
             r.set("cheaper", cheaper)
             be = r.step("breakeven_utilization", "utilisation · usd_per_gpu_hour / vs  (owned = rental)",
-                        value=util * ratio, unit="fraction", utilisation=util)
+                        value=econ.breakeven_utilization(util, owned_usd_per_hour=owned, rental_usd_per_hour=req.vs),
+                        unit="fraction", utilisation=util, cites=econ.breakeven_utilization)
             if be > 1:
                 r.note(f"owning costs more than renting at {fmt(req.vs, 'usd_per_hour')} even fully used")
             else:
@@ -161,7 +162,8 @@ def _spot(r: Report, req: GpuHourRequest, owned: float | None) -> None:
         r.note(f"spot's useful hour is {abs(1 - ratio):.0%} {'cheaper' if ratio < 1 else 'dearer'} than {what}")
     if req.vs is not None:
         r.step("spot_breakeven_goodput", "spot / vs  (the goodput below which on-demand is cheaper)",
-               value=req.spot / req.vs, unit="fraction", spot=(req.spot, "usd_per_hour"), vs=(req.vs, "usd_per_hour"))
+               value=econ.spot_breakeven_goodput(req.spot, on_demand_usd_per_hour=req.vs), unit="fraction",
+               spot=(req.spot, "usd_per_hour"), vs=(req.vs, "usd_per_hour"), cites=econ.spot_breakeven_goodput)
 
 
 GPU_HOUR = Calculator(

@@ -72,6 +72,30 @@ def useful_usd_per_hour(usd_per_hour: Any, *, goodput: Any) -> Any:
     return usd_per_hour / goodput
 
 
+def breakeven_utilization(utilization: Any, *, owned_usd_per_hour: Any, rental_usd_per_hour: Any) -> Any:
+    """u* = u · owned / rental   (the utilisation at which an owned hour costs what a rented one does)
+
+    The owned used hour is the calendar cost over utilisation, so it equals the rental price
+    at u* = calendar cost / rental = u · owned / rental, for an owned price figured at u.
+    Above 1, owning costs more even fully used.
+    Trap: comparing the owned price at 100% utilisation with a rental price: idle hours are
+    paid for too, and a fleet that is 60% busy pays 1.67 calendar hours per used one.
+    Source: reasoning: loaded_usd_per_gpu_hour solved for the utilisation at the rental price.
+    """
+    return utilization * (owned_usd_per_hour / rental_usd_per_hour)
+
+
+def spot_breakeven_goodput(spot_usd_per_hour: Any, *, on_demand_usd_per_hour: Any) -> Any:
+    """goodput* = spot / on-demand   (below it, preemptible hours cost more per useful hour)
+
+    A preemptible hour at goodput g costs spot / g per useful hour; an on-demand hour,
+    taken as fully useful, costs its price. They are equal at g = spot / on-demand.
+    Trap: taking the spot discount at face value when preemptions cut goodput below it.
+    Source: reasoning: useful_usd_per_hour set equal to the on-demand price.
+    """
+    return spot_usd_per_hour / on_demand_usd_per_hour
+
+
 # --------------------------------------------------------------------------- amortisation
 def amortised_usd_per_million(training_usd: Any, *, served_tokens: Any) -> Any:
     """amortised $/M served = loaded training cost / served tokens · 1e6

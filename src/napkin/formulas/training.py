@@ -129,3 +129,18 @@ def budget_flops(gpu_seconds: float, *, dense_flops_per_s: float, mfu: float, go
     budgets in FLOPs; Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU).
     """
     return gpu_seconds * dense_flops_per_s * mfu * goodput
+
+
+def relative_value(dense_flops_per_s: float, *, mfu: float, usd_per_gpu_hour: float, baseline_flops_per_s: float,
+                   baseline_usd_per_gpu_hour: float) -> float:
+    """value = (peak / peak_baseline) · MFU / (price / price_baseline)   (model FLOP per dollar, baseline peak = 1)
+
+    A candidate part against the one it would replace: its peak and price as multiples of the
+    baseline's, at its own MFU. Ranking by it ranks by cost per token (the baseline's own
+    value is its MFU).
+    Trap: ranking by peak, or by peak per dollar, without the MFU each part's software stack
+    reaches; a part with 2.2x the peak at 35% MFU for 1.8x the price is only 7% cheaper per token.
+    Source: reasoning: delivered_flops_per_usd with the baseline's peak and price as units; e.g.
+    2.2 · 0.35 / 1.8 = 0.43 against the baseline's 0.40.
+    """
+    return (dense_flops_per_s / baseline_flops_per_s) * mfu / (usd_per_gpu_hour / baseline_usd_per_gpu_hour)
