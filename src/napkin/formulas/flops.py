@@ -56,17 +56,6 @@ def forward_flops_per_token(active_params: float) -> float:
     return FORWARD_FLOPS_PER_PARAM * active_params
 
 
-def prefill_attention_flops(n_layers: float, *, d_attn: float, prompt_tokens: float) -> float:
-    """attention FLOPs of a causal prefill = 2 · L · T² · d
-
-    QKᵀ and AV are each 2·T²·d per layer for the full square; the causal mask keeps half.
-    Trap: 2·N·T alone ignores this term, which grows with T² and dominates long prompts.
-    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (attention 2·L·T·d per token forward),
-    summed over a T-token prompt under the causal mask.
-    """
-    return 2.0 * n_layers * prompt_tokens**2 * d_attn
-
-
 def prefill_flops(active_params: float, *, prompt_tokens: float, attention_flops: float = 0.0) -> float:
     """prefill_flops = 2 · N_active · T (+ the attention term)
 
