@@ -30,11 +30,24 @@ class Step:
     unit: str | None
     values: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    cites: str = ""  # the formula function that computed it, "napkin.formulas.<module>.<name>"
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, cite: bool = False) -> dict:
         vals = {k: (v[0] if _is_pair(v) else v) for k, v in self.values.items()}
-        return {"name": self.name, "formula": self.formula, "values": _plain(vals),
-                "value": _plain(self.value), "unit": self.unit, "note": self.note}
+        out = {"name": self.name, "formula": self.formula, "values": _plain(vals),
+               "value": _plain(self.value), "unit": self.unit, "note": self.note}
+        if cite and self.cites:
+            out["cites"] = citation(self.cites)
+        return out
+
+    def citation_text(self) -> str:
+        """The formula function, its trap and its source, on one line (empty when none is cited)."""
+        if not self.cites:
+            return ""
+        c = citation(self.cites)
+        parts = [f"formula {c['function']}"]
+        parts += [f"{k}: {c[k]}" for k in ("trap", "source") if c[k]]
+        return "; ".join(parts)
 
     def text(self) -> str:
         subs = ", ".join(f"{k} = {_fmt_value(v)}" for k, v in self.values.items())
@@ -56,10 +69,16 @@ class Assumption:
     note: str
     unit: str | None = None
     basis: str = "assumed"  # assumed | measured | catalog | given | reference
+    source: str = ""  # where a default's value comes from (catalog/assumptions.toml)
+    replaced_by: str = ""  # the measurement that would replace it
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "value": _plain(self.value), "unit": self.unit,
-                "basis": self.basis, "note": self.note}
+    def to_dict(self, *, cite: bool = False) -> dict:
+        out = {"name": self.name, "value": _plain(self.value), "unit": self.unit,
+               "basis": self.basis, "note": self.note}
+        if cite and (self.source or self.replaced_by):
+            out["source"] = self.source
+            out["replaced_by"] = self.replaced_by
+        return out
 
 
 @dataclass(frozen=True)
@@ -89,12 +108,14 @@ class Report:
 
     # ------------------------------------------------------------- building
     def step(self, name: str, formula: str, *, value: Any, unit: str | None = None,
-             note: str = "", result: bool = True, **values: Any) -> Any:
+             note: str = "", result: bool = True, cites: Any = None, **values: Any) -> Any:
         """Record ``name = formula`` (with ``values`` substituted) and return ``value``.
 
         The value is also stored as a result under ``name`` unless ``result=False``.
+        ``cites`` is the formula function that computed the value: ``--explain --cite``
+        prints its trap and source beside the step.
         """
-        self.steps.append(Step(name, formula, value, unit, dict(values), note))
+        self.steps.append(Step(name, formula, value, unit, dict(values), note, _cited(cites)))
         if result:
             self.set(name, value, unit)
         return value
@@ -106,9 +127,9 @@ class Report:
         return value
 
     def assume(self, name: str, value: Any, note: str, *, unit: str | None = None,
-               basis: str = "assumed") -> Any:
+               basis: str = "assumed", source: str = "", replaced_by: str = "") -> Any:
         self.assumptions = [a for a in self.assumptions if a.name != name]
-        self.assumptions.append(Assumption(name, value, note, unit, basis))
+        self.assumptions.append(Assumption(name, value, note, unit, basis, source, replaced_by))
         return value
 
     def warn(self, code: str, message: str) -> None:
@@ -121,9 +142,10 @@ class Report:
     def merge(self, other: Report, *, prefix: str = "") -> None:
         """Fold another report's steps, assumptions and warnings into this one."""
         for s in other.steps:
-            self.steps.append(Step(prefix + s.name, s.formula, s.value, s.unit, s.values, s.note))
+            self.steps.append(Step(prefix + s.name, s.formula, s.value, s.unit, s.values, s.note, s.cites))
         for a in other.assumptions:
-            self.assume(a.name, a.value, a.note, unit=a.unit, basis=a.basis)
+            self.assume(a.name, a.value, a.note, unit=a.unit, basis=a.basis, source=a.source,
+                        replaced_by=a.replaced_by)
         for w in other.warnings:
             self.warn(w.code, w.message)
 
@@ -143,19 +165,24 @@ class Report:
         return self.results.get(key, default)
 
     # ------------------------------------------------------------ rendering
-    def to_dict(self) -> dict:
+    def to_dict(self, *, cite: bool = False) -> dict:
+        """Results in base units, then the derivation, assumptions, warnings and notes.
+
+        ``cite=True`` adds each step's formula function with its equation, trap and source,
+        and each default assumption's source and the measurement that replaces it.
+        """
         out = {k: _plain(v) for k, v in self.results.items()}
-        out["derivation"] = [s.to_dict() for s in self.steps]
-        out["assumptions"] = [a.to_dict() for a in self.assumptions]
+        out["derivation"] = [s.to_dict(cite=cite) for s in self.steps]
+        out["assumptions"] = [a.to_dict(cite=cite) for a in self.assumptions]
         out["warnings"] = [w.to_dict() for w in self.warnings]
         if self.notes:
             out["notes"] = list(self.notes)
         return out
 
-    def to_json(self, indent: int | None = 2) -> str:
+    def to_json(self, indent: int | None = 2, *, cite: bool = False) -> str:
         import json
 
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
+        return json.dumps(self.to_dict(cite=cite), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
 
     def rows(self) -> list[tuple[str, str]]:
         """(key, formatted value) for every scalar result, in insertion order."""
@@ -167,14 +194,24 @@ class Report:
                 out.append((k, units.fmt_auto(v, self.units.get(k))))
         return out
 
-    def explain(self) -> str:
+    def explain(self, *, cite: bool = False) -> str:
+        """The working: every step with its values substituted, then assumptions, warnings, notes.
+
+        ``cite=True`` adds under each step the formula function that computed it with its trap
+        and source, and under each default assumption its source and what measurement replaces it.
+        """
         lines = ["derivation:"]
         for s in self.steps:
             lines.append("  " + s.text())
+            if cite and s.cites:
+                lines.append("      " + s.citation_text())
         if self.assumptions:
             lines += ["", "assumptions:"]
             for a in self.assumptions:
                 lines.append(f"  {a.name} = {units.fmt_auto(a.value, a.unit)} ({a.basis}): {a.note}")
+                if cite and a.source:
+                    lines.append(f"      source: {a.source}" + (f"; replaced by: {a.replaced_by}" if a.replaced_by
+                                                                 else ""))
         if self.warnings:
             lines += ["", "warnings:"]
             lines += [f"  [{w.code}] {w.message}" for w in self.warnings]
@@ -232,6 +269,22 @@ class Report:
 
     def __repr__(self) -> str:
         return f"Report({self.title!r}, {len(self.results)} results, {len(self.steps)} steps)"
+
+
+def _cited(fn: Any) -> str:
+    """The dotted path of a cited formula function (or the path as given)."""
+    if fn is None:
+        return ""
+    if isinstance(fn, str):
+        return fn
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def citation(path: str) -> dict[str, str]:
+    """{function, equation, trap, source} of a formula function named by its dotted path."""
+    from napkin.formulas import citation as parse
+
+    return parse(path)
 
 
 def _plain(v: Any) -> Any:

@@ -338,3 +338,45 @@ def basis_of(req: Any, name: str) -> str:
 def describe(cls: type) -> list[dict]:
     """Every field with its kind, doc, bounds and default, for ``GET /api`` and the page."""
     return [f.to_dict() for f in fields(cls) if not f.meta.get("hidden") and not f.meta.get("cli_only")]
+
+
+# ------------------------------------------------------------------------ plan files
+def read_config(path: str) -> dict[str, Any]:
+    """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise InputError("config", path, "does not exist", "give the path of a .toml file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError("config", path, f"is not valid TOML ({exc})") from None
+    if "request" in data and isinstance(data["request"], dict):
+        data = data["request"]
+    return data
+
+
+def write_config(path: str, values: dict[str, Any], *, command: str) -> None:
+    """Write a request as flat TOML, readable by --config."""
+    lines = [f"# napkin {command} plan: every input, in base units", "[request]"]
+    for k, v in values.items():
+        lines.append(f"{k} = {_toml_value(v)}")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _toml_value(v: Any) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if isinstance(v, float) else str(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return json.dumps(str(v))

@@ -9,6 +9,8 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators.resolve import gpu_or_none, model_or_none, peak_of, resolve_params, warn_if_sparse  # noqa: F401
+from napkin.calculators.steps import kv_held, kv_held_step, kv_step, kv_window_note  # noqa: F401
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import comm, flops, memory as mem, roofline as roof
@@ -20,60 +22,6 @@ from napkin.units import GIBI, KIBI, KILO, MEBI, MEGA
 from napkin.units import format as fmt
 
 S = msgspec.Struct
-
-
-# ------------------------------------------------------------------ helpers shared by calculators
-def resolve_params(report: Report, model: ModelSpec | None, params: float | None, *, active: bool = False) -> float:
-    """N from --params or the model's computed count; recorded in the report."""
-    if params is not None:
-        report.set("params", params, "count")
-        if model is not None and abs(params - model.params) / model.params > 0.01:
-            report.warn("params-mismatch", f"--params {params:.4g} differs from {model.name}'s computed {model.params:.4g}; using --params")
-        elif model is not None:
-            report.note(f"--params {fmt(params, 'count')} used in place of {model.name}'s computed "
-                        f"{fmt(model.params, 'count')}; the rest of the architecture is the model's")
-        return params
-    if model is None:
-        raise InputError("model", "nothing", "is required", "give --model NAME|PATH or --params N")
-    report.set("params", model.params, "count")
-    if model.is_moe:
-        report.set("active_params", model.active_params, "count")
-    return model.active_params if active else model.params
-
-
-def peak_of(report: Report, gpu: Accelerator | None, precision: str, given: float | None,
-            field_name: str = "peak") -> float:
-    """Dense peak FLOP/s: given by hand (checked against sparse figures) or from the catalog."""
-    if given is not None:
-        warn_if_sparse(report, given, precision)
-        report.assume("dense_flops_per_s", given, "given by hand", unit="flops_per_s", basis="given")
-        return given
-    if gpu is None:
-        raise InputError("gpu", "nothing", "is required", f"give --gpu NAME or --{field_name} FLOP/S")
-    value = gpu.peak(precision)
-    report.assume("dense_flops_per_s", value, f"{gpu.name} dense {precision} peak ({gpu.source})",
-                  unit="flops_per_s", basis="catalog")
-    return value
-
-
-def warn_if_sparse(report: Report, peak: float, precision: str) -> None:
-    """Warn when a hand-typed peak equals some part's sparse (2:4) datasheet figure."""
-    for g in catalog.gpus().values():
-        sparse = g.sparse_peak(precision) if g.supports(precision) else None
-        if sparse and abs(peak - sparse) / sparse < 0.01:
-            report.warn("sparse-peak",
-                        f"the peak given ({fmt(peak, 'flops_per_s')}) equals the {g.name}'s {precision} figure "
-                        f"with 2:4 sparsity; its dense peak is {fmt(g.peak(precision), 'flops_per_s')}, and a "
-                        f"dense run never reaches the sparse one (using it halves the predicted time and the reported MFU)")
-            return
-
-
-def model_or_none(name: str | None, field_name: str = "model") -> ModelSpec | None:
-    return catalog.model(name, field_name) if name else None
-
-
-def gpu_or_none(name: str | None, field_name: str = "gpu") -> Accelerator | None:
-    return catalog.gpu(name, field_name) if name else None
 
 
 # ------------------------------------------------------------------------------------ model
@@ -168,60 +116,6 @@ def run_model(req: ModelRequest) -> Report:
     if m.note:
         r.note(m.note)
     return r
-
-
-def kv_step(r: Report, m: ModelSpec, b: float, precision: str) -> float:
-    """Record kv_bytes_per_token for a model (GQA or MLA) and return it."""
-    if m.attention == "mla":
-        return r.step("kv_bytes_per_token", "L · (kv_lora_rank + rope_dim) · bytes  (MLA: one latent, no factor 2)",
-                      value=mem.kv_bytes_per_token_mla(m.n_layers, kv_lora_rank=m.kv_lora_rank,
-                                                       qk_rope_head_dim=m.qk_rope_head_dim, bytes_per_value=b),
-                      unit="bytes", L=m.n_layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim,
-                      bytes=b, precision=precision)
-    return r.step("kv_bytes_per_token", "2 · L · h_kv · d_h · bytes",
-                  value=mem.kv_bytes_per_token(m.n_layers, n_kv_heads=m.n_kv_heads, head_dim=m.head_dim,
-                                               bytes_per_value=b),
-                  unit="bytes", L=m.n_layers, h_kv=m.n_kv_heads, d_h=m.head_dim, bytes=b, precision=precision)
-
-
-def kv_held_step(r: Report, m: ModelSpec, context: float, key: str = "kv_tokens_held",
-                 context_name: str = "context") -> float:
-    """Tokens' worth of KV one sequence of ``context`` tokens holds (ModelSpec.kv_held_tokens),
-    recorded as a step with a note when a sliding window caps it; ``context`` itself otherwise."""
-    if not m.window_caps(context):
-        return context
-    held = r.step(key, f"{context_name} − (L_w / L) · max({context_name} − W, 0)  (sliding-window layers keep W)",
-                  value=float(m.kv_held_tokens(context)), unit="count", L_w=m.n_sliding_layers, L=m.n_layers,
-                  W=(m.sliding_window, "count"), **{context_name: (context, "count")})
-    kv_window_note(r, m, context)
-    return held
-
-
-def kv_held(r: Report, m: ModelSpec, context: float, expr: str) -> tuple[float, str]:
-    """(tokens' worth of KV a sequence of ``context`` tokens holds, that amount as formula text).
-
-    Without a sliding window, or below it, that is ``context`` and ``expr`` unchanged; when the
-    window caps it, ``held(expr)`` (defined in the note this adds). Every caller that multiplies
-    kv_bytes_per_token by a context length goes through this or ModelSpec.kv_bytes.
-    """
-    if not m.window_caps(context):
-        return context, expr
-    kv_window_note(r, m, context)
-    return float(m.kv_held_tokens(context)), "held" + (expr if expr.startswith("(") else f"({expr})")
-
-
-def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
-    """The derivation note when a sliding window caps a sequence's cache (once per report)."""
-    if not m.window_caps(context):
-        return
-    held = float(m.kv_held_tokens(context))
-    which = "all" if m.n_sliding_layers == m.n_layers else f"{m.n_sliding_layers} of the {m.n_layers}"
-    text = (f"sliding window: {which} layers of {m.name} cache only the last {m.sliding_window:,} tokens, so one "
-            f"sequence of {context:,.0f} tokens holds {held:,.0f} tokens' worth of KV, {held / context:.0%} of "
-            f"kv_bytes_per_token × {context:,.0f}; held(c) = c − (L_w / L) · max(c − W, 0) with "
-            f"L_w = {m.n_sliding_layers}, L = {m.n_layers}, W = {m.sliding_window:,}")
-    if not any(n.startswith(f"sliding window: {which} layers of {m.name}") for n in r.notes):
-        r.note(text)
 
 
 MODEL = Calculator("model", ModelRequest, run_model, "Model",

@@ -1,4 +1,4 @@
-"""Reviewed catalogs: accelerators, models and prices, each entry with its source.
+"""Reviewed catalogs: accelerators, models, prices and default assumptions, each entry with its source.
 
 Loaded with tomllib and validated into msgspec Structs on first use. Names resolve
 case-insensitively through each entry's key and aliases; an unknown name raises
@@ -91,6 +91,70 @@ def model(name: str, field: str = "model") -> ModelSpec:
     if key is None:
         raise UnknownName("model", text, list(models()), field=field)
     return models()[key]
+
+
+class Default(msgspec.Struct, kw_only=True, frozen=True):
+    """A default assumption (catalog/assumptions.toml): what napkin takes when an input is not given."""
+
+    key: str
+    value: float | str
+    unit: str
+    meaning: str
+    note: str  # the words on the assumption line
+    source: str
+    replaced_by: str
+
+
+@functools.cache
+def defaults() -> dict[str, Default]:
+    """Every default assumption, by key."""
+    return _load("assumptions", Default)
+
+
+def default(key: str) -> Default:
+    """One default assumption by key; an unknown key is a bug in napkin, said plainly."""
+    entry = defaults().get(key)
+    if entry is None:
+        raise UnknownName("default assumption", key, list(defaults()))
+    return entry
+
+
+def default_value(key: str) -> Any:
+    """The value of a default assumption (a float, or a name for ``unit = "name"``)."""
+    return default(key).value
+
+
+class GpuHourPrice(msgspec.Struct, kw_only=True, frozen=True):
+    """A dated reference price of one GPU-hour (catalog/prices.toml, [gpu_hour.<gpu key>])."""
+
+    key: str  # the gpus.toml key
+    usd_per_gpu_hour: float
+    date: str
+    source: str
+    low_usd_per_gpu_hour: float | None = None  # the lowest price the entry's own source documents
+    note: str = ""
+
+    @property
+    def low(self) -> float:
+        """The lowest documented price, or the reference price when the source gives no range."""
+        return self.low_usd_per_gpu_hour if self.low_usd_per_gpu_hour is not None else self.usd_per_gpu_hour
+
+
+@functools.cache
+def gpu_hour_prices() -> dict[str, GpuHourPrice]:
+    """The dated reference GPU-hour price of every accelerator that has one, by gpus.toml key."""
+    out = {}
+    for key, entry in table("prices").get("gpu_hour", {}).items():
+        try:
+            out[key] = msgspec.convert({**entry, "key": key}, GpuHourPrice)
+        except msgspec.ValidationError as exc:
+            raise NapkinError(f"catalog prices.toml entry [gpu_hour.{key}]: {exc}") from None
+    return out
+
+
+def gpu_hour_price(key: str) -> GpuHourPrice | None:
+    """The dated reference price of one GPU-hour of the accelerator ``key`` (a gpus.toml key), or None."""
+    return gpu_hour_prices().get(key)
 
 
 def catalog_rows(which: str) -> list[dict[str, Any]]:

@@ -8,15 +8,14 @@ calculator's request fields (``--tokens-per-step`` for ``tokens_per_step``), plu
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
-import tomllib
 from typing import Any, Callable
 
 import click
 
 from napkin.errors import InputError, NapkinError
+from napkin.request import read_config, write_config  # noqa: F401  (the CLI's plan files)
 
 
 def fail(message: str) -> None:
@@ -49,51 +48,14 @@ def guarded(fn: Callable) -> Callable:
     return wrapper
 
 
-def read_config(path: str) -> dict[str, Any]:
-    """Flat TOML of field = value (a plan file written by --save)."""
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError("config", path, "does not exist", "give the path of a .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("config", path, f"is not valid TOML ({exc})") from None
-    if "request" in data and isinstance(data["request"], dict):
-        data = data["request"]
-    return data
-
-
-def write_config(path: str, values: dict[str, Any], *, command: str) -> None:
-    """Write a request as flat TOML, readable by --config."""
-    lines = [f"# napkin {command} plan: every input, in base units", "[request]"]
-    for k, v in values.items():
-        lines.append(f"{k} = {_toml_value(v)}")
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(float(v)) if isinstance(v, float) else str(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    return json.dumps(str(v))
-
-
-def emit(report: Any, *, as_json: bool, explain: bool) -> None:
-    """Print a Report: JSON, the explained working, or a table."""
+def emit(report: Any, *, as_json: bool, explain: bool, cite: bool = False) -> None:
+    """Print a Report: JSON, the explained working, or a table (``cite``: with each formula's trap and source)."""
     if as_json:
-        click.echo(report.to_json())
-    elif explain:
+        click.echo(report.to_json(cite=cite) if cite else report.to_json())
+    elif explain or cite:
         click.echo(report.text())
         click.echo("")
-        click.echo(report.explain())
+        click.echo(report.explain(cite=cite) if cite else report.explain())
     elif sys.stdout.isatty():
         from napkin.cli.render import print_rich
 
@@ -251,6 +213,7 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
 
         as_json = params.pop("as_json", False)
         explain = params.pop("explain", False)
+        cite = params.pop("cite", False)
         config = params.pop("config", None)
         save = params.pop("save", None)
         raw = collect(calc.request, params, config)
@@ -266,11 +229,13 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
                 return
             if replaced is not None:
                 report = replaced
-        emit(report, as_json=as_json, explain=explain)
+        emit(report, as_json=as_json, explain=explain, cite=cite)
 
     common = [
         click.Option(["--json", "as_json"], is_flag=True, help="Print JSON: base units, derivation, warnings."),
         click.Option(["--explain"], is_flag=True, help="Print the derivation behind every figure."),
+        click.Option(["--cite"], is_flag=True, help="With the derivation (or --json): each step's formula, its trap "
+                                                    "and its source, and each default's source."),
         click.Option(["--config"], metavar="FILE.toml", help="Read inputs from a plan file; options override it."),
         click.Option(["--save"], metavar="FILE.toml", help="Write every input to a plan file."),
     ]

@@ -1,0 +1,66 @@
+"""Report steps that several calculators write the same way: the KV cache of a model.
+
+Shared working, not physics: the numbers come from :mod:`napkin.formulas.memory` and
+:class:`napkin.model.ModelSpec`; these functions record them in a Report with the same
+formula text wherever they appear (memory, serve, journey, plan serve).
+"""
+
+from __future__ import annotations
+
+from napkin.derivation import Report
+from napkin.formulas import memory as mem
+from napkin.model import ModelSpec
+
+
+def kv_step(r: Report, m: ModelSpec, b: float, precision: str) -> float:
+    """Record kv_bytes_per_token for a model (GQA or MLA) and return it."""
+    if m.attention == "mla":
+        return r.step("kv_bytes_per_token", "L · (kv_lora_rank + rope_dim) · bytes  (MLA: one latent, no factor 2)",
+                      value=mem.kv_bytes_per_token_mla(m.n_layers, kv_lora_rank=m.kv_lora_rank,
+                                                       qk_rope_head_dim=m.qk_rope_head_dim, bytes_per_value=b),
+                      unit="bytes", L=m.n_layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim,
+                      bytes=b, precision=precision)
+    return r.step("kv_bytes_per_token", "2 · L · h_kv · d_h · bytes",
+                  value=mem.kv_bytes_per_token(m.n_layers, n_kv_heads=m.n_kv_heads, head_dim=m.head_dim,
+                                               bytes_per_value=b),
+                  unit="bytes", L=m.n_layers, h_kv=m.n_kv_heads, d_h=m.head_dim, bytes=b, precision=precision)
+
+
+def kv_held_step(r: Report, m: ModelSpec, context: float, key: str = "kv_tokens_held",
+                 context_name: str = "context") -> float:
+    """Tokens' worth of KV one sequence of ``context`` tokens holds (ModelSpec.kv_held_tokens),
+    recorded as a step with a note when a sliding window caps it; ``context`` itself otherwise."""
+    if not m.window_caps(context):
+        return context
+    held = r.step(key, f"{context_name} − (L_w / L) · max({context_name} − W, 0)  (sliding-window layers keep W)",
+                  value=float(m.kv_held_tokens(context)), unit="count", L_w=m.n_sliding_layers, L=m.n_layers,
+                  W=(m.sliding_window, "count"), **{context_name: (context, "count")})
+    kv_window_note(r, m, context)
+    return held
+
+
+def kv_held(r: Report, m: ModelSpec, context: float, expr: str) -> tuple[float, str]:
+    """(tokens' worth of KV a sequence of ``context`` tokens holds, that amount as formula text).
+
+    Without a sliding window, or below it, that is ``context`` and ``expr`` unchanged; when the
+    window caps it, ``held(expr)`` (defined in the note this adds). Every caller that multiplies
+    kv_bytes_per_token by a context length goes through this or ModelSpec.kv_bytes.
+    """
+    if not m.window_caps(context):
+        return context, expr
+    kv_window_note(r, m, context)
+    return float(m.kv_held_tokens(context)), "held" + (expr if expr.startswith("(") else f"({expr})")
+
+
+def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
+    """The derivation note when a sliding window caps a sequence's cache (once per report)."""
+    if not m.window_caps(context):
+        return
+    held = float(m.kv_held_tokens(context))
+    which = "all" if m.n_sliding_layers == m.n_layers else f"{m.n_sliding_layers} of the {m.n_layers}"
+    text = (f"sliding window: {which} layers of {m.name} cache only the last {m.sliding_window:,} tokens, so one "
+            f"sequence of {context:,.0f} tokens holds {held:,.0f} tokens' worth of KV, {held / context:.0%} of "
+            f"kv_bytes_per_token × {context:,.0f}; held(c) = c − (L_w / L) · max(c − W, 0) with "
+            f"L_w = {m.n_sliding_layers}, L = {m.n_layers}, W = {m.sliding_window:,}")
+    if not any(n.startswith(f"sliding window: {which} layers of {m.name}") for n in r.notes):
+        r.note(text)
