@@ -26,20 +26,33 @@ def _minimum(a: Any, b: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- model state per GPU
-def stage_params(layer_params: Any, *, n_layers: Any, pp: Any, embedding_params: Any = 0.0,
-                 head_params: Any = 0.0) -> Any:
-    """N_stage = L / p · N_layer + N_embed + N_head − (p > 1) · min(N_embed, N_head)
+def stage_layers(n_layers: Any, *, pp: Any, interleave: Any = 1.0) -> Any:
+    """L_stage = ceil(L / (p · v)) · v
 
-    Parameters on the busiest pipeline stage before tensor parallelism: its share of the
-    layers plus the embedding (first stage) or the output layer (last stage); a single stage
-    holds both.
+    Layers on the busiest pipeline stage: v virtual chunks of ceil(L / (p · v)) layers each.
+    When p · v divides L this is L / p; otherwise some stages hold a layer more, and the
+    pipeline moves at their pace.
+    Trap: L / p for a split that does not divide: Llama 3.1 405B's 126 layers on 16 stages
+    put 8 layers on the busiest stage, not 7.875.
+    Source: Narayanan et al. 2021 (arXiv:2104.04473), section 2.2 (stages of consecutive
+    layers; v chunks per device when interleaved).
+    """
+    return -((-n_layers) // (pp * interleave)) * interleave
+
+
+def stage_params(layer_params: Any, *, stage_layers: Any, pp: Any, embedding_params: Any = 0.0,
+                 head_params: Any = 0.0) -> Any:
+    """N_stage = L_stage · N_layer + N_embed + N_head − (p > 1) · min(N_embed, N_head)
+
+    Parameters on the busiest pipeline stage before tensor parallelism: its layers plus the
+    embedding (first stage) or the output layer (last stage); a single stage holds both.
     Trap: dividing the whole model by p: a 128k vocabulary's embedding (1.05B parameters on
     Llama 3.1 70B) sits on one stage, 10% more than an even share on 16 stages.
     Source: Narayanan et al. 2021 (arXiv:2104.04473), section 2.2 (stages of consecutive
     layers; the embedding on the first and the output layer on the last).
     """
     both = embedding_params + head_params
-    return n_layers / pp * layer_params + both - (pp > 1) * _minimum(embedding_params + 0.0 * pp, head_params)
+    return stage_layers * layer_params + both - (pp > 1) * _minimum(embedding_params + 0.0 * pp, head_params)
 
 
 def zero_sharded_bytes(n_params: Any, *, bytes_per_param: float, zero: Any, shard_from: int, shard: Any) -> Any:
@@ -57,20 +70,20 @@ def zero_sharded_bytes(n_params: Any, *, bytes_per_param: float, zero: Any, shar
 
 
 # ---------------------------------------------------------------------------- pipeline
-def layers_in_flight(n_layers: Any, *, pp: Any, interleave: Any, n_microbatches: Any) -> Any:
-    """layers = min(chunks, m · v) · L / (p · v),   chunks = p (1F1B) or p · (v + 1) − 1 (interleaved)
+def layers_in_flight(stage_layers: Any, *, pp: Any, interleave: Any, n_microbatches: Any) -> Any:
+    """layers = min(chunks, m · v) · L_stage / v,   chunks = p (1F1B) or p · (v + 1) − 1 (interleaved)
 
     Layers' worth of activations the first pipeline stage holds at its peak: under 1F1B it has
-    p micro-batches in flight, each through its L / p layers (L layers in all, whatever p is);
-    the interleaved schedule warms up with 2(p − 1) + (v − 1)p chunks of L / (p · v) layers,
-    L · (1 + (p − 1) / (p · v)) in all. Fewer micro-batches than that cap it.
+    p micro-batches in flight, each through its L_stage = L / p layers (L layers in all, whatever
+    p is); the interleaved schedule warms up with 2(p − 1) + (v − 1)p chunks of L / (p · v)
+    layers, L · (1 + (p − 1) / (p · v)) in all. Fewer micro-batches than that cap it.
     Trap: dividing activations by p: the first stage of a 1F1B pipeline stores as many layers'
     activations as the unpipelined model, only its weights shrink.
     Source: Korthikanti et al. 2022, section 4.2.3 (first stage: L layers under 1F1B, times
     1 + (p − 1)/(p·m) interleaved); Megatron-LM schedules.py (num_warmup_microbatches).
     """
     chunks = _where(interleave > 1, pp * (interleave + 1.0) - 1.0, pp + 0.0 * interleave)
-    return _minimum(chunks, n_microbatches * interleave) * n_layers / (pp * interleave)
+    return _minimum(chunks, n_microbatches * interleave) * stage_layers / interleave
 
 
 def bubble_fraction(pp: Any, *, n_microbatches: Any, interleave: Any = 1.0) -> Any:
@@ -114,6 +127,61 @@ def group_bytes_per_s(span: Any, *, scale_up_domain: Any, link_bytes_per_s: Any,
     the slowest link (Patarasuk and Yuan 2009); NVIDIA DGX H100 User Guide (a NIC per GPU).
     """
     return _where(span <= scale_up_domain, link_bytes_per_s, _minimum(link_bytes_per_s, scale_out_bytes_per_s))
+
+
+def ranks_per_domain(n_ranks: Any, *, stride: Any, scale_up_domain: Any) -> Any:
+    """k = min(max(floor(D / stride), 1), n)
+
+    Members of a group of n ranks, spaced ``stride`` ranks apart, that share one scale-up
+    domain of D GPUs: a TP group (stride 1) packs min(t, D) into a domain; a data-parallel
+    group strided by t · c has D / (t · c) members on each board, or one when t · c ≥ D.
+    Trap: assuming one member per node for every group: with TP 1, all eight GPUs of a board
+    belong to the same data-parallel group and share its eight NICs.
+    Source: Megatron-LM rank order (tp fastest, then cp, ep, dp, pp).
+    """
+    per = stride * 0.0 + scale_up_domain
+    return _minimum(_maximum((per // stride) + 0.0 * n_ranks, 1.0 + 0.0 * n_ranks), n_ranks + 0.0 * stride)
+
+
+def ring_bus_bytes_per_s(n_ranks: Any, *, ranks_per_domain: Any, link_bytes_per_s: Any,
+                         scale_out_bytes_per_s: Any) -> Any:
+    """busbw = min(link, k · NIC · ((n − 1)/n) / ((N − 1)/N)),   N = n / k domains
+
+    The bus bandwidth of a ring all-gather, reduce-scatter or all-reduce over n ranks, k in
+    each scale-up domain: the rings run through NVLink inside a domain and cross to the next
+    domain on k NICs at once (one ring per NIC), so the k members' NICs share the traffic that
+    leaves the domain, (N − 1)/N of the buffer in all; a group inside one domain (N = 1) moves
+    at the link's rate. With k = 1 it is one NIC per rank. The rates given are the achieved ones
+    (rating · efficiency).
+    Trap: one NIC per GPU as the bandwidth of a data-parallel all-gather whose ranks share a
+    board: eight H100s on 400 Gb/s NICs reach ~380 GB/s of bus bandwidth across nodes, not 50.
+    Source: ml-engineering network/README.md (B200, 4 nodes of 8 with 8x50 GB/s EFA: busbw
+    381.8 GB/s; per-NIC rate = busbw · (N − 1)/(n − 1)); hisohara/ai-scripts (MI300X 2 nodes,
+    8 NICs: 357 GB/s); nccl-tests PERFORMANCE.md (bus bandwidth).
+    """
+    domains = n_ranks / ranks_per_domain
+    crosses = domains > 1.0
+    share = _where(crosses, (domains - 1.0) / _where(crosses, domains, 1.0 + 0.0 * domains), 1.0 + 0.0 * domains)
+    with_nics = ranks_per_domain * scale_out_bytes_per_s * ((n_ranks - 1.0) / n_ranks) / share
+    return _where(crosses, _minimum(link_bytes_per_s + 0.0 * with_nics, with_nics), link_bytes_per_s + 0.0 * share)
+
+
+def alltoall_bytes_per_s(n_ranks: Any, *, ranks_per_domain: Any, link_bytes_per_s: Any,
+                         scale_out_bytes_per_s: Any) -> Any:
+    """bw = min(link, NIC · (n − 1) / (n − k))
+
+    The rate at which one rank's all-to-all traffic, (n − 1)/n of its buffer, leaves it: the
+    share for the k − 1 peers in its domain rides the link, the share for the n − k others
+    leaves on its own NIC, which sets the pace when the group spans domains.
+    Trap: an expert-parallel group wider than the board: every token routed off the board
+    crosses a NIC, with no aggregation across the board's GPUs as rings get.
+    Source: Lepikhin et al. 2020, GShard (arXiv:2006.16668), section 2.2; DeepSeek-V3
+    technical report (arXiv:2412.19437), section 3.2.2 (dispatch limited to 4 nodes for IB).
+    """
+    off = n_ranks - ranks_per_domain
+    crosses = off > 0.0
+    nic = scale_out_bytes_per_s * (n_ranks - 1.0) / _where(crosses, off, 1.0 + 0.0 * off)
+    return _where(crosses, _minimum(link_bytes_per_s + 0.0 * nic, nic), link_bytes_per_s + 0.0 * off)
 
 
 def collective_seconds(bytes_per_rank: Any, *, link_bytes_per_s: Any, efficiency: Any = 1.0,

@@ -29,20 +29,19 @@ FLASH_BACKWARD_RATIO = 2.5  # FlashAttention's backward: five matmuls to the for
 ADAM_UPDATE_BYTES_PER_PARAM = 4.0 * 4 + 3 * 4.0 + 2.0
 
 
-def gemm_efficiency(tokens: Any, *, width: Any, peak_fraction: Any, tokens_half: Any, width_half: Any) -> Any:
-    """η = η_max · M / (M + M½) · n / (n + n½)
+def gemm_efficiency(tokens: Any, *, peak_fraction: Any, tokens_half: Any) -> Any:
+    """η = η_max · M / (M + M½)
 
-    The fraction of the dense peak a GEMM reaches: η_max for large shapes, falling as the
-    token dimension M (tokens in the micro-batch on this GPU) or the per-rank width n (the
-    smaller of the GEMM's other two dimensions after tensor parallelism) shrinks toward the
-    sizes M½, n½ at which it halves: fixed per-kernel costs, tile quantisation, wave tails.
-    Trap: one efficiency for every shape: TP 8 on a 4096-wide model leaves 512-wide slices,
-    and a micro-batch of one short sequence is a skinny GEMM at a fraction of peak.
-    Source: the shape of NVIDIA's "Matrix Multiplication Background User's Guide" (Deep
-    Learning Performance docs: throughput against M, N, K); parameters in
-    catalog/assumptions.toml, fitted as napkin validate reports.
+    The fraction of the dense peak a GEMM reaches: η_max for large shapes, falling as its token
+    dimension M (the micro-batch's tokens on this GPU, or the tokens one expert receives) shrinks
+    toward M½, the size at which throughput halves (fixed per-kernel costs, tile quantisation,
+    the weights read once per GEMM).
+    Trap: one efficiency for every shape: a micro-batch of one short sequence, or an expert that
+    receives a few hundred tokens, runs its GEMMs far below the large-shape rate.
+    Source: vLLM PR #49363 (H100, bf16, N=12288 K=5376: 352.6 TFLOP/s at M=128, 44% of the
+    large-shape rate); DeepGEMM README (H800 fp8: 645 TFLOPS at M=128 against 1426 at 4096).
     """
-    return peak_fraction * tokens / (tokens + tokens_half) * width / (width + width_half)
+    return peak_fraction * tokens / (tokens + tokens_half)
 
 
 def gemm_seconds(tokens: Any, *, n: Any, k: Any, weight_bytes_per_value: float = 2.0,
@@ -141,7 +140,8 @@ def step_seconds(compute_s: Any, *, tp_comm_s: Any = 0.0, pp_bubble_s: Any = 0.0
     Source: Narayanan et al. 2021, section 3 (performance model: bubble plus communication on
     the critical path); Isaev et al. 2023, Calculon (SC'23), section 3.
     """
-    return compute_s + tp_comm_s + pp_bubble_s + pp_comm_s + dp_comm_s + cp_comm_s + ep_comm_s
+    # grouped so that a planner's grid adds the parts that do not vary with ZeRO before those that do
+    return (tp_comm_s + cp_comm_s + ep_comm_s + pp_bubble_s + pp_comm_s) + (compute_s + dp_comm_s)
 
 
 def recompute_flops_per_token(active_params: Any, *, attention_flops_per_token: Any, recompute: Any) -> Any:
