@@ -179,12 +179,14 @@ TRAIN_COLUMNS: list[Column] = [
 
 
 def _plan_train_after(report: Any, req: Any, params: dict) -> bool:
-    for x in report.get("ranked") or []:  # the table's memory column; JSON keeps the breakdown
-        x.setdefault("memory", x["memory_bytes_per_gpu"]["total"])
-    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+    if params["as_json"]:
+        print_with_tables(report, as_json=True, explain=False, tables=[])
+        return False
+    report.results.pop("best", None)  # the table's first row; --json keeps it
+    for x in report.get("ranked") or []:  # the table's memory column; --json keeps the breakdown
+        x["memory"] = x["memory_bytes_per_gpu"]["total"]
+    print_with_tables(report, as_json=False, explain=params["explain"],
                       tables=[("ranked", "fastest configurations that fit:", TRAIN_COLUMNS)])
-    for x in report.get("ranked") or []:
-        x.pop("memory", None)
     return False
 
 

@@ -121,7 +121,9 @@ def run_plan_train(req: PlanTrainRequest) -> Report:
 
 
 _UNITS = {"step_s": "seconds", "mfu": "fraction", "hfu": "fraction", "tokens_per_s": "per_s", "wall_s": "seconds",
-          "gpu_hours": "number", "usd": "usd", "gpus": "count"}
+          "gpu_hours": "number", "usd": "usd", "gpus": "count", "memory_bytes_per_gpu": "bytes",
+          "usable_bytes_per_gpu": "bytes", "step_parts_s": "seconds", "bubble_fraction": "fraction",
+          "short_by_bytes": "bytes", "global_batch_seqs": "count"}
 
 
 def _nothing_fits(r: Report, S: TrainSetup, res: dict[str, Any], g: Any) -> None:

@@ -45,8 +45,9 @@ def memory(S: TrainSetup, c: dict[str, Any]) -> dict[str, Any]:
     if S.fsdp_hybrid:  # shard within the scale-up domain, replicate across domains
         shard = np.minimum(shard, np.maximum(S.scale_up_domain // tp, 1.0))
     Ls = P.stage_layers(L, pp=pp, interleave=c["interleave"])
+    head = S.head_params + S.tied_head_params * (pp > 1)  # Megatron keeps a tied head's copy on the last stage
     dense = P.stage_params(S.layer_dense_params, stage_layers=Ls, pp=pp, embedding_params=S.embedding_params,
-                           head_params=S.head_params) / tp
+                           head_params=head) / tp
     expert = Ls * S.layer_expert_params / (tp * ep)
     shard_e = np.maximum(shard / ep, 1.0)
 
@@ -182,7 +183,8 @@ def times(S: TrainSetup, c: dict[str, Any], mem: dict[str, Any]) -> dict[str, An
              "pp_comm": pp_comm, "dp_comm": dp_comm, "cp_comm": m * Ls * cp_layer, "ep_comm": m * moe * ep_layer}
     step = TS.step_seconds(parts["compute"], tp_comm_s=parts["tp_comm"], pp_bubble_s=bubble, pp_comm_s=pp_comm,
                            dp_comm_s=dp_comm, cp_comm_s=parts["cp_comm"], ep_comm_s=parts["ep_comm"])
-    return {"step": step, "parts": parts, "microbatch_s": mb_compute + mb_comm}
+    return {"step": step, "parts": parts, "microbatch_s": mb_compute + mb_comm, "microbatch_compute_s": mb_compute,
+            "dp_raw_s": dp_raw, "tp_layer_s": tp_layer, "cp_raw_s": cp_raw, "ep_layer_s": ep_layer, "p2p_s": p2p}
 
 
 def config(S: TrainSetup, **degrees: Any) -> dict[str, Any]:
@@ -222,7 +224,7 @@ def figures(S: TrainSetup, e: dict[str, Any]) -> dict[str, Any]:
                                     n_gpus=n, dense_flops_per_s=S.peak)
     extra = TS.recompute_flops_per_token(S.active_params, attention_flops_per_token=S.attention_flops_per_token,
                                          recompute=c["recompute"])
-    hfu = mfu * (S.flops_per_token + extra) / S.flops_per_token
+    hfu = mfu * (1.0 + extra / S.flops_per_token)
     tps = tokens_per_step / e["step"]
     wall = S.tokens / tps
     gpu_hours = wall * n / HOUR

@@ -106,7 +106,8 @@ def describe(x: dict[str, Any]) -> str:
     """``TP 8 · PP 4 · DP 32, ZeRO-1, selective recompute, micro-batch 1`` (degrees above 1 only)."""
     degrees = " · ".join(f"{k.upper()} {x[k]}" for k in ("tp", "pp", "cp", "ep", "dp") if x[k] > 1) or "1 GPU"
     extras = [("FSDP hybrid" if x.get("fsdp") == "hybrid" else f"ZeRO-{x['zero']}"),
-              f"{x['recompute']} recompute", f"micro-batch {x['micro_batch']}"]
+              "no recompute" if x["recompute"] == "none" else f"{x['recompute']} recompute",
+              f"micro-batch {x['micro_batch']}"]
     if x["interleave"] > 1:
         extras.append(f"interleave {x['interleave']}")
     if x["sequence_parallel"]:
@@ -121,8 +122,9 @@ def explain_best(r: Report, S: TrainSetup, key: tuple, m: ModelSpec) -> None:
     mem, c = e["memory"], e["config"]
     n = lambda x: _num(x)  # noqa: E731
     tp, pp = d["tp"], d["pp"]
-    r.step("stage_params", "L / p · N_layer + N_embed + N_head − (p > 1) · min(N_embed, N_head)   (÷ t, ÷ e for "
-           "experts)", value=n(mem["stage_params"]), unit="count", result=False, L=S.n_layers, p=pp, t=tp,
+    r.step("stage_params", "(L_stage · N_layer + N_embed + N_head − (p > 1) · min(N_embed, N_head)) / t, experts "
+           "÷ (t · e)", value=n(mem["stage_params"]), unit="count", result=False,
+           L_stage=n(P.stage_layers(S.n_layers, pp=pp, interleave=d["interleave"])), p=pp, t=tp, e=d["ep"],
            cites=P.stage_params)
     for kind, b, z in (("weights", S.weight_bytes, 3), ("gradients", S.grad_bytes, 2),
                        ("optimizer", S.optimizer_bytes, 1)):
@@ -133,13 +135,13 @@ def explain_best(r: Report, S: TrainSetup, key: tuple, m: ModelSpec) -> None:
            "(Korthikanti et al. 2022)", value=n(mem["per_layer"]), unit="bytes", result=False,
            T=(T, "count"), h=S.d_model, t=tp, recompute=RECOMPUTE_CHOICES[int(d["recompute"])],
            cites=A.layer_activation_bytes)
-    r.step("layers_in_flight", "min(chunks, m · v) · L / (p · v)", value=n(mem["layers_in_flight"]), unit="count",
-           result=False, m=n(c["m"]), v=d["interleave"], L=S.n_layers, p=pp, cites=P.layers_in_flight)
+    r.step("layers_in_flight", "min(chunks, m · v) · L_stage / v", value=n(mem["layers_in_flight"]), unit="count",
+           result=False, m=n(c["m"]), v=d["interleave"], p=pp, cites=P.layers_in_flight)
     r.step("activations_bytes_per_gpu", "max(first stage, last stage + logits) + recompute working set",
            value=n(mem["activations"]), unit="bytes", result=False, cites=A.recompute_working_bytes)
     r.step("memory_bytes_per_gpu", "weights + gradients + optimizer + buffers + activations", value=n(mem["total"]),
            unit="bytes", result=False, usable=(S.usable_bytes, "bytes"))
-    r.step("microbatch_s", "L / p · t_layer + t_head + L / p · (t_tp + t_cp) + L_moe / p · t_ep",
+    r.step("microbatch_s", "L_stage · (t_layer + t_tp + t_cp) + t_head + L_stage_moe · t_ep",
            value=n(e["microbatch_s"]), unit="seconds", result=False, cites=TS.layer_train_seconds)
     for part in PARTS:
         r.step(f"{part}_s", _PART_FORMULA[part], value=n(e["parts"][part]), unit="seconds", result=False,
@@ -154,10 +156,10 @@ def explain_best(r: Report, S: TrainSetup, key: tuple, m: ModelSpec) -> None:
 
 
 _PART_FORMULA = {
-    "compute": "m · t_mb + t_optimizer", "tp_comm": "m · L / p · t_tp_layer · exposed",
+    "compute": "m · t_mb + t_optimizer", "tp_comm": "m · L_stage · t_tp_layer · exposed",
     "pp_bubble": "(p − 1) / (m · v) · m · t_mb", "pp_comm": "2 · m · v · t_p2p · exposed",
-    "dp_comm": "max(t_dp − overlap · window, 0)", "cp_comm": "m · L / p · max(t_ring − overlap · t_attention, 0)",
-    "ep_comm": "m · L_moe / p · t_all_to_all · exposed",
+    "dp_comm": "max(t_dp − overlap · window, 0)", "cp_comm": "m · L_stage · max(t_ring − overlap · t_attention, 0)",
+    "ep_comm": "m · L_stage_moe · t_all_to_all · exposed",
 }
 _PART_CITES = {"compute": TS.optimizer_seconds, "tp_comm": P.tp_bytes_per_layer, "pp_bubble": P.bubble_fraction,
                "pp_comm": P.p2p_bytes, "dp_comm": P.dp_bytes_per_rank, "cp_comm": P.cp_bytes_per_layer,

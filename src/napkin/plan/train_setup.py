@@ -59,6 +59,7 @@ class TrainSetup:
     layer_expert_params: float  # routed experts, all E of them, per layer (averaged)
     embedding_params: float
     head_params: float
+    tied_head_params: float  # a tied output layer's weights, copied onto the last stage when p > 1
     params: float
     active_params: float
     # accelerator
@@ -165,7 +166,8 @@ def geometry(m: ModelSpec, *, fused_swiglu: bool) -> dict[str, float]:
         "vocab_size": float(m.vocab_size), "rope": 1.0 if m.position == "rope" else 0.0,
         "layer_dense_params": (b["attention"] + b["mlp"] - routed_total + b["norms"]) / L,
         "layer_expert_params": routed_total / L, "embedding_params": float(b["embedding"]),
-        "head_params": float(b["lm_head"]), "params": float(b["total"]), "active_params": float(b["active"]),
+        "head_params": float(b["lm_head"]), "tied_head_params": float(m.vocab_size * m.d_model) * m.tied_embeddings,
+        "params": float(b["total"]), "active_params": float(b["active"]),
     }
 
 
