@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from napkin.version import __version__
 
 __all__ = [
     "InputError",

@@ -19,7 +19,6 @@ from urllib.parse import urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -48,12 +47,14 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     return {**browser_type_launch_args, "executable_path": path, "headless": True, "args": CHROMIUM_ARGS}
 
 
-@pytest.fixture(scope="session")
-def server() -> str:
-    """`napkin web --port 0` in a subprocess; the address it prints."""
+def _serve(preamble: str, home: Path):
+    """`napkin web --port 0` in a subprocess (after ``preamble``); yields the address it prints.
+
+    Its chart-library cache and data directory are under ``home``, a temporary folder."""
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-c", "from napkin.cli import main; main()", "web", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT)
+    env = dict(os.environ, XDG_CACHE_HOME=str(home / "cache"), XDG_DATA_HOME=str(home / "data"))
+    proc = subprocess.Popen([sys.executable, "-c", f"{preamble}from napkin.cli import main; main()", "web", "--port",
+                             "0"], stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env)
     line = proc.stdout.readline()
     match = re.fullmatch(r"napkin web: serving on (http://127\.0\.0\.1:\d+/) \(Ctrl-C to stop\)\n", line)
     if not match:
@@ -67,6 +68,24 @@ def server() -> str:
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> str:
+    """`napkin web --port 0` in a subprocess; the address it prints."""
+    yield from _serve("", tmp_path_factory.mktemp("server"))
+
+
+@pytest.fixture(scope="session")
+def cited_server(tmp_path_factory) -> str:
+    """The same with a test calculator whose step cites its formula (tests/web/cited.py)."""
+    yield from _serve("from tests.web import cited; cited.register(); ", tmp_path_factory.mktemp("cited-server"))
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    """Where the tests photograph the page: a temporary folder (pytest keeps the last few runs' for review)."""
+    return tmp_path_factory.mktemp("screenshots")
 
 
 class Watch:
@@ -107,3 +126,10 @@ class Watch:
 def watch(page, server) -> Watch:
     page.set_default_timeout(10_000)
     return Watch(page, server)
+
+
+@pytest.fixture
+def cited_watch(page, cited_server) -> Watch:
+    page.set_default_timeout(10_000)
+    return Watch(page, cited_server)
+

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -14,7 +13,9 @@ from playwright.sync_api import expect
 from napkin.web.examples import EXAMPLES
 from tests.web.steplog import step_log_csv
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"  # for review, one per tab
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def api(server: str, path: str, body: dict | None = None) -> dict:
@@ -131,7 +132,7 @@ def test_copy_as_cli_and_download_json_give_the_same_calculation(page, server, w
     watch.assert_clean()
 
 
-def test_the_ledger_tab_reads_an_uploaded_log(page, server, watch, tmp_path):
+def test_the_ledger_tab_reads_an_uploaded_log(page, server, watch, tmp_path, screenshots):
     log = tmp_path / "run.csv"
     log.write_bytes(step_log_csv())
     page.goto(server + "?" + urlencode({"calc": "ledger", "price": "$2.50/h", "plan_usd_per_million": "0.1"}))
@@ -142,13 +143,12 @@ def test_the_ledger_tab_reads_an_uploaded_log(page, server, watch, tmp_path):
     assert "2024-05-02" in chart_svg(page, "realised-per-day")
     expect(page.locator("#cli")).to_have_text(
         "napkin ledger report run.csv --price '$2.50/h' --plan-usd-per-million 0.1")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "ledger.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "ledger.png"), full_page=True)
+    assert (screenshots / "ledger.png").read_bytes().startswith(PNG)
     watch.assert_clean(allow=("status of 422",))
 
 
-def test_every_tab_draws_its_result_and_charts_and_is_photographed(page, server, watch):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def test_every_tab_draws_its_result_and_charts_and_is_photographed(page, server, watch, screenshots):
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(server)
     calcs = api(server, "/api")["calculators"]
@@ -164,7 +164,8 @@ def test_every_tab_draws_its_result_and_charts_and_is_photographed(page, server,
         assert f"calc={name}" in page.url
         for chart in expected["charts"]:
             chart_svg(page, chart)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+        assert (screenshots / f"{name}.png").read_bytes().startswith(PNG)
     page.go_back()  # the previous tab comes back from the URL
     expect(page.locator(f"#tab-{calcs[-2]['name']}")).to_have_attribute("aria-selected", "true")
     watch.assert_clean()
@@ -191,3 +192,26 @@ def test_a_phone_wide_page_does_not_scroll_sideways(page, server, watch, calc):
         page.wait_for_timeout(300)
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
     watch.assert_clean(allow=("status of 422",))
+
+
+def test_the_working_shows_each_steps_formula_trap_and_source(page, cited_server, cited_watch, screenshots):
+    """Each step of the working shows the formula function that computed it, its trap and its source
+    (from its docstring, as `--explain --cite` prints them); each default its source."""
+    page.goto(cited_server + "?calc=cited&params=70B")
+    expected = api(cited_server, "/api/cited/view", {"params": "70B"})
+    weights = expected["citations"][0]
+    assert weights["function"] == "memory.weights_bytes"
+    first, second = page.locator("#derivation li").all()
+    expect(first.locator("code")).to_have_text(expected["derivation"][0])
+    expect(first.locator("dd.formula")).to_have_text("memory.weights_bytes: weights_bytes = N · bytes_per_param")
+    expect(first.locator("dd.trap")).to_have_text(weights["trap"])
+    expect(first.locator("dd.trap")).to_contain_text("16 is bits per parameter, not gigabytes")
+    expect(first.locator("dd.source")).to_have_text(weights["source"])
+    expect(second.locator("dl.cite")).to_have_count(0)  # a step no formula function computed cites nothing
+    mfu = page.locator("#assumptions tr", has_text="mfu")
+    expect(mfu.locator(".source")).to_have_text(
+        f"source: {expected['assumptions'][0]['source']}; replaced by: {expected['assumptions'][0]['replaced_by']}")
+    expect(mfu.locator(".source")).to_contain_text("The Llama 3 Herd of Models")
+    page.locator("#derivation").screenshot(path=str(screenshots / "cited-derivation.png"))
+    cited_watch.assert_clean()
+

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from napkin.web.app import CSP
+from napkin.web.guard import CSP
 
 
 def start(*args: str) -> tuple[subprocess.Popen, str, object]:

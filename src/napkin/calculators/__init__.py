@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from napkin.errors import NapkinError, UnknownName
+from napkin.errors import UnknownName
 
 
 @dataclass(frozen=True)
@@ -62,27 +62,27 @@ CALCULATORS: dict[str, str] = {
 
 
 def get(name: str) -> Calculator:
-    """The Calculator registered under ``name``; imports its module on first use."""
+    """The Calculator registered under ``name``; imports its module on first use.
+
+    A module that fails to import raises (ImportError naming the calculator): a registered
+    calculator that does not load is a broken build, never a calculator quietly left out.
+    """
     target = CALCULATORS.get(name)
     if target is None:
         raise UnknownName("calculator", name, list(CALCULATORS))
     module, attr = target.split(":")
     try:
         mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("napkin"):
-            raise NapkinError(f"calculator {name!r} is not built yet") from None
-        raise
-    return getattr(mod, attr)
+    except Exception as exc:
+        raise ImportError(f"calculator {name!r} ({target}) failed to import: {exc!r}") from exc
+    calc = getattr(mod, attr, None)
+    if not isinstance(calc, Calculator):
+        raise ImportError(f"calculator {name!r}: {target} is not a Calculator (got {type(calc).__name__})")
+    return calc
 
 
 def available() -> list[str]:
-    """Names whose module imports: the calculators that exist in this build."""
-    out = []
+    """Every registered name, each loaded: one that fails to import raises here, never left out."""
     for name in CALCULATORS:
-        try:
-            get(name)
-        except NapkinError:
-            continue
-        out.append(name)
-    return out
+        get(name)
+    return list(CALCULATORS)

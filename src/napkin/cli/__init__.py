@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from napkin import __version__
+from napkin.version import __version__
 
 # name -> ("module:attribute" of a click command, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -67,13 +67,8 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attr = COMMANDS[name][0].split(":")
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("napkin"):
-                return _not_built(name)
-            raise
-        return getattr(mod, attr)
+        # a command whose module fails to import raises: a broken build, never a command left out
+        return getattr(importlib.import_module(module), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
@@ -94,16 +89,6 @@ def usage_line(exc: click.UsageError) -> str:
         if near:
             msg += f" Did you mean {' or '.join(near)}?"
     return f"{msg} (see `{path} --help`)"
-
-
-def _not_built(name: str) -> click.Command:
-    @click.command(name=name, help=COMMANDS[name][1], context_settings={"ignore_unknown_options": True})
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def cmd(args: tuple) -> None:
-        click.echo(f"error: `napkin {name}` is not part of this build yet", err=True)
-        sys.exit(1)
-
-    return cmd
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

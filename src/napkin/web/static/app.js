@@ -326,13 +326,24 @@
                             el("th", {text: "basis"}), el("th", {text: "note"})));
     }
     for (const a of view.assumptions) {
+      const note = el("td", {text: a.note});
+      if (a.source) {  // a default's source, and the measurement that would replace it
+        const parts = [`source: ${a.source}`];
+        if (a.replaced_by) parts.push(`replaced by: ${a.replaced_by}`);
+        note.append(el("small", {class: "source", text: parts.join("; ")}));
+      }
       assumptions.append(el("tr", {class: `basis-${a.basis}`}, el("td", {text: a.name}), el("td", {text: a.value}),
-                            el("td", {}, el("span", {class: "badge", text: a.basis})), el("td", {text: a.note})));
+                            el("td", {}, el("span", {class: "badge", text: a.basis})), note));
     }
 
     const derivation = $("derivation");
     derivation.replaceChildren();
-    for (const line of view.derivation) derivation.append(el("li", {}, el("code", {text: line})));
+    view.derivation.forEach((line, i) => {
+      const item = el("li", {}, el("code", {text: line}));
+      const cite = (view.citations || [])[i];
+      if (cite) item.append(citation(cite));
+      derivation.append(item);
+    });
 
     const notes = $("notes");
     notes.replaceChildren();
@@ -340,6 +351,17 @@
 
     $("cli").textContent = view.cli;
     drawCharts(view);
+  }
+
+  // the formula function that computed a step: its equation, the trap it guards against, its source
+  function citation(cite) {
+    const box = el("dl", {class: "cite", "data-function": cite.function});
+    const rows = [["formula", `${cite.function}: ${cite.equation}`], ["trap", cite.trap], ["source", cite.source]];
+    for (const [label, text] of rows) {
+      if (!text) continue;
+      box.append(el("dt", {text: label}), el("dd", {class: label, text}));
+    }
+    return box;
   }
 
   // ------------------------------------------------------------------ charts
