@@ -61,7 +61,6 @@ ALLOWED: dict[int, set[tuple[str, str]]] = {
     },
     4: {
         ("src/napkin/formulas/cost.py", "usd"),
-        ("src/napkin/formulas/flops.py", "model_flops_utilization"),
         ("src/napkin/formulas/flops.py", "prefill_attention_flops"),
         ("src/napkin/formulas/flops.py", "train_seconds"),
         ("src/napkin/formulas/reliability.py", "expected_segment_s"),

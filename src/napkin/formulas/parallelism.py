@@ -99,34 +99,20 @@ def bubble_fraction(pp: Any, *, n_microbatches: Any, interleave: Any = 1.0) -> A
     return (pp - 1.0) / (n_microbatches * interleave)
 
 
-def pipeline_seconds(microbatch_s: Any, *, n_microbatches: Any, pp: Any, interleave: Any = 1.0) -> Any:
-    """t = m · t_mb · (1 + (p − 1) / (m · v))
-
-    One step of a pipeline whose slowest stage takes t_mb per micro-batch (forward and
-    backward): m micro-batches of work plus the fill and drain.
-    Trap: the slowest stage sets the pace: the last stage also runs the output layer, so its
-    t_mb, not the average, multiplies the step.
-    Source: Narayanan et al. 2021, section 2.2.
-    """
-    return n_microbatches * microbatch_s * (1.0 + bubble_fraction(pp, n_microbatches=n_microbatches,
-                                                                   interleave=interleave))
-
-
 # ----------------------------------------------------------------------- communication
-def group_bytes_per_s(span: Any, *, scale_up_domain: Any, link_bytes_per_s: Any,
-                      scale_out_bytes_per_s: Any) -> Any:
-    """bw = scale-up link if the group's span ≤ domain, else min(link, scale-out per GPU)
+def p2p_bytes_per_s(span: Any, *, scale_up_domain: Any, link_bytes_per_s: Any, scale_out_bytes_per_s: Any) -> Any:
+    """bw = link if both ends sit in one scale-up domain (span ≤ D), else min(link, scale-out per GPU)
 
-    A collective runs at its slowest hop. A group whose ranks all sit in one scale-up domain
-    (an 8-GPU NVLink board) uses the NVLink bandwidth; one that crosses domains is held to
-    the scale-out NIC of each GPU. The span is how many consecutive ranks the group covers:
-    t for TP, t · c for CP, t · c · e for EP, t · c · d for DP, every rank for PP.
-    Trap: pricing data-parallel gradients at NVLink speed: across boards they move at one
-    400 Gb/s NIC per GPU (50 GB/s), 9x slower than NVLink 4.
-    Source: Megatron-LM rank order (tp fastest, then cp, ep, dp, pp); ring bandwidth set by
-    the slowest link (Patarasuk and Yuan 2009); NVIDIA DGX H100 User Guide (a NIC per GPU).
+    A point-to-point send (a pipeline stage to the next) between ranks ``span`` apart: inside an
+    NVLink board at the link's rate, across boards on the sender's own NIC (no aggregation: each
+    GPU sends its own activations). The rates given are the achieved ones (rating · efficiency).
+    Trap: NVLink speed for pipeline sends that leave the board: with TP 8 filling a board, every
+    stage boundary is a NIC hop.
+    Source: Megatron-LM rank order (tp fastest, then cp, ep, dp, pp); NVIDIA DGX H100 User Guide
+    (one 400 Gb/s NIC per GPU).
     """
-    return _where(span <= scale_up_domain, link_bytes_per_s, _minimum(link_bytes_per_s, scale_out_bytes_per_s))
+    return _where(span <= scale_up_domain, link_bytes_per_s + 0.0 * span,
+                  _minimum(link_bytes_per_s + 0.0 * span, scale_out_bytes_per_s))
 
 
 def ranks_per_domain(n_ranks: Any, *, stride: Any, scale_up_domain: Any) -> Any:
@@ -196,15 +182,6 @@ def collective_seconds(bytes_per_rank: Any, *, link_bytes_per_s: Any, efficiency
     (bus bandwidth).
     """
     return bytes_per_rank / (link_bytes_per_s * efficiency) + n_collectives * latency_s
-
-
-def gather_bytes_per_rank(buffer_bytes: Any, *, n_ranks: Any) -> Any:
-    """bytes_per_rank = (n − 1) / n · buffer   (all-gather or reduce-scatter)
-
-    Trap: an all-reduce is twice this (a reduce-scatter then an all-gather).
-    Source: Patarasuk and Yuan 2009; nccl-tests PERFORMANCE.md (algorithm vs bus bandwidth).
-    """
-    return (n_ranks - 1.0) / n_ranks * buffer_bytes
 
 
 def tp_bytes_per_layer(tokens: Any, *, d_model: float, tp: Any, full_recompute: Any = 0.0,

@@ -94,8 +94,9 @@ def _bus(S: TrainSetup, n_ranks: Any, stride: Any, *, alltoall: bool = False) ->
 
 def _p2p(S: TrainSetup, span: Any) -> Any:
     """Achieved rate of a point-to-point send between ranks ``span`` apart (a pipeline neighbour)."""
-    return np.where(span <= S.scale_up_domain, S.link_bytes_per_s * S.collective_efficiency,
-                    np.minimum(S.link_bytes_per_s, S.scale_out_bytes_per_s) * S.scale_out_efficiency)
+    inside = S.link_bytes_per_s * S.collective_efficiency
+    return P.p2p_bytes_per_s(span, scale_up_domain=S.scale_up_domain, link_bytes_per_s=inside,
+                             scale_out_bytes_per_s=S.scale_out_bytes_per_s * S.scale_out_efficiency)
 
 
 def _gemm(S: TrainSetup, tokens: Any, n: Any, k: Any, eff_tokens: Any = None) -> Any:

@@ -110,8 +110,12 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
         m.n_layers, d_attn=d_attn, seq_len=seq_len, convention=req.flops_convention)
     link = g.link_bytes_per_s_per_direction or scale_out
     grad = req.gradient_bytes or assume_default(r, "gradient_bytes", "train_gradient_bytes", unit="bytes")
+    capacity = g.memory_bytes_runtime or g.memory_bytes
+    r.assume("memory_bytes", capacity, f"the {g.name}'s " + (
+        "memory as the CUDA/HIP runtime reports it (catalog memory_bytes_runtime)" if g.memory_bytes_runtime
+        else "datasheet memory (no runtime printout in the catalog)"), unit="bytes", basis="catalog")
     setup = TrainSetup(
-        **geo, gpu=g.key, peak=peak, attention_peak=g.peak("bf16"), memory_bytes=g.memory_bytes,
+        **geo, gpu=g.key, peak=peak, attention_peak=g.peak("bf16"), memory_bytes=capacity,
         memory_bytes_per_s=g.memory_bytes_per_s, link_bytes_per_s=link, scale_up_domain=float(g.scale_up_domain),
         scale_out_bytes_per_s=scale_out, **eff,
         latency_s=assume_default(r, "collective_latency_s", "allreduce_latency_s"),
