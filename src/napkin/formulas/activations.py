@@ -54,15 +54,16 @@ def replicated_activation_bytes(tokens: Any, *, d_model: Any, tp: Any = 1.0, seq
 def attention_activation_bytes(tokens: Any, *, seq_len: Any, n_heads: float, d_attn: float, d_kv: float,
                                tp: Any = 1.0, kv_shards: Any = 1.0, flash: Any = 1.0, dropout: Any = 0.0,
                                selective: Any = 0.0, bytes_per_value: float = 2.0) -> Any:
-    """bytes = T · [B · (2 · d_attn / t + 2 · d_kv / ks) + (a / t) · (flash ? 4 : s · (B + dropout · (1 + B))) · (1 − sel)]
+    """bytes = T · [B·(2·d_attn/t + 2·d_kv/ks) + (a/t) · (flash ? 4 : s·(B + dropout·(1 + B))) · (1 − sel)]
 
     Inside the attention block, split over the t tensor-parallel ranks: Q (T · d_attn), K and V
     (T · d_kv each, over ks = kv_shards ranks: t, or fewer when t exceeds the KV heads and a
-    head is copied), the out-projection's input (T · d_attn); then either FlashAttention's log-sum-exp (4 bytes per head and token)
-    or the materialised scores: softmax output (B), dropout mask (1) and dropout output (B) per
-    head, query and key. Selective recomputation recomputes that core and stores none of it.
-    With MHA, dropout and B = 2: 6sbh + 2sbh + 5as²b, Korthikanti's attention block.
-    Trap: the s² term: at s = 8k it is ~80% of an unflashed layer (5as/h = 5 · 64 · 8192 / 8192
+    head is copied), the out-projection's input (T · d_attn); then either FlashAttention's
+    log-sum-exp (4 bytes per head and token) or the materialised scores: softmax output (B),
+    dropout mask (1) and dropout output (B) per head, query and key. Selective recomputation
+    recomputes that core and stores none of it. With MHA, dropout and B = 2: 6sbh + 2sbh +
+    5as²b, Korthikanti's attention block.
+    Trap: the s² term: at s = 8k it is ~90% of an unflashed layer (5as/h = 5 · 64 · 8192 / 8192
     = 320 against 34), which is why FlashAttention or selective recomputation is not optional
     at long context; and K and V at the query width under GQA (8x too much on Llama 3.1 70B).
     Source: Korthikanti et al. 2022, section 4.1 (attention block: 11sbh + 5as²b); Dao et al.

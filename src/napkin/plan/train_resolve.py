@@ -95,11 +95,18 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
     peak = r.assume("dense_flops_per_s", g.peak(req.precision), f"{g.name} dense {req.precision} peak ({g.source})",
                     unit="flops_per_s", basis="catalog")
     seq_len = req.seq_len if req.seq_len is not None else assume_default(r, "seq_len", "train_seq_len", unit="count")
-    batch_raw = req.global_batch if req.global_batch is not None else f"{catalog.default_value('train_global_batch_tokens'):.0f}"
-    if req.global_batch is None:
-        assume_default(r, "global_batch", "train_global_batch_tokens", unit="count")
+    batch_raw = req.global_batch
+    if batch_raw is None:
+        batch_raw = f"{assume_default(r, 'global_batch', 'train_global_batch_tokens', unit='count'):.0f}"
     G, batch_text = global_batch_seqs(batch_raw, seq_len)
     r.set("global_batch", batch_text)
+    if abs(G - round(G)) > 1e-9:  # 16M tokens of 8,192: 1,953.1 sequences (16Mi is 2,048)
+        text = str(batch_raw).strip()
+        binary = next((i for i, p in enumerate("kMGT", 1)
+                       if text.endswith(p) and abs(G * 1.024**i - round(G * 1.024**i)) < 1e-6), None)
+        hint = f"; {text}i tokens would be exactly {G * 1.024**binary:,.0f} sequences" if binary else ""
+        r.note(f"{batch_text} is {G:,.2f} sequences of {seq_len:,.0f} tokens: each configuration rounds it to whole "
+               f"micro-batches per data-parallel rank, within --batch-tolerance {req.batch_tolerance:.0%}{hint}")
     space, hybrid = space_of(req, m)
     scale_out = req.scale_out_bandwidth or assume_default(r, "scale_out_bandwidth", "scale_out_bytes_per_s_per_gpu")
     eff = resolve_efficiency(r, g, {"gemm_peak_fraction": req.gemm_efficiency,
@@ -122,7 +129,8 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
         seq_len=seq_len, global_batch_seqs=G, batch_tolerance=req.batch_tolerance,
         weight_bytes=WEIGHT_BYTES[req.precision], grad_bytes=grad, optimizer_bytes=optimizer_bytes(r, req.optimizer),
         act_bytes=2.0, runtime_bytes=assume_default(r, "runtime_bytes", "train_runtime_bytes"),
-        usable_fraction=req.usable if req.usable is not None else assume_default(r, "usable", "train_plan_usable_fraction"),
+        usable_fraction=(req.usable if req.usable is not None
+                         else assume_default(r, "usable", "train_plan_usable_fraction")),
         flash=float(req.flash), dropout=float(req.dropout), fsdp_hybrid=float(hybrid),
         uneven_stages=float(req.pp is not None),
         flops_per_token=F.train_flops_per_token(m.active_params, attention_flops=attn), attention_flops_per_token=attn,

@@ -90,9 +90,10 @@ def single_row(S: TrainSetup, key: tuple, req: Any, r: Report) -> dict[str, Any]
     out = row(S, key, req)
     e = evaluate(S, **_degrees(key))
     if not bool(np.asarray(e["valid"])):
-        r.warn("layout-not-runnable", f"this layout is not one the frameworks run: the batch of {out['global_batch_seqs']:,} "
-                                      f"sequences is not within {S.batch_tolerance:.0%} of the one asked, interleaving "
-                                      "needs a pipeline whose micro-batches fill it, or ZeRO/SP have no ranks to use")
+        r.warn("layout-not-runnable", f"this layout is not one the frameworks run: the batch of "
+                                      f"{out['global_batch_seqs']:,} sequences is not within "
+                                      f"{S.batch_tolerance:.0%} of the one asked, interleaving needs a pipeline whose "
+                                      "micro-batches fill it, or ZeRO/SP have no ranks to use")
     if not out["fits"]:
         short = out["memory_bytes_per_gpu"]["total"] - S.usable_bytes
         out["short_by_bytes"] = short
@@ -158,7 +159,8 @@ def explain_best(r: Report, S: TrainSetup, key: tuple, m: ModelSpec) -> None:
 _PART_FORMULA = {
     "compute": "m · t_mb + t_optimizer", "tp_comm": "m · L_stage · t_tp_layer · exposed",
     "pp_bubble": "(p − 1) / (m · v) · m · t_mb", "pp_comm": "2 · m · v · t_p2p · exposed",
-    "dp_comm": "max(t_dp − overlap · window, 0)", "cp_comm": "m · L_stage · max(t_ring − overlap · t_attention, 0)",
+    "dp_comm": "max(t_dp − overlap · window, 0)",
+    "cp_comm": "m · L_stage · max(t_ring − overlap · t_attention, 0)",
     "ep_comm": "m · L_stage_moe · t_all_to_all · exposed",
 }
 _PART_CITES = {"compute": TS.optimizer_seconds, "tp_comm": P.tp_bytes_per_layer, "pp_bubble": P.bubble_fraction,

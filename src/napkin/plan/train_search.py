@@ -155,7 +155,8 @@ def merge(parts: list[dict[str, Any]], top: int) -> dict[str, Any]:
 CHUNK_CONFIGS = 1 << 18  # configurations per chunk: large enough to amortise numpy's per-call cost
 
 
-def chunks(S: TrainSetup, sizes: list[int], space: Space, *, configs: int = CHUNK_CONFIGS) -> list[tuple[int, np.ndarray]]:
+def chunks(S: TrainSetup, sizes: list[int], space: Space, *,
+           configs: int = CHUNK_CONFIGS) -> list[tuple[int, np.ndarray]]:
     """(cluster size, degree rows) pieces of the whole search, about ``configs`` configurations each."""
     per_row = int(np.prod([len(getattr(space, k)) for k in OPTIONS]))
     rows_per_chunk = max(1, configs // per_row)
