@@ -178,10 +178,9 @@ TRAIN_COLUMNS: list[Column] = [
     ("tokens_per_s", "tok/s", "per_s"), ("bound", "bound", None)]
 
 
-def _plan_train_after(report: Any, req: Any, params: dict) -> bool:
+def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
     if params["as_json"]:
-        print_with_tables(report, as_json=True, explain=False, tables=[])
-        return False
+        return None  # the command prints the report itself (with --cite's citations)
     report.results.pop("best", None)  # the table's first row; --json keeps it
     for x in report.get("ranked") or []:  # the table's memory column; --json keeps the breakdown
         x["memory"] = x["memory_bytes_per_gpu"]["total"]
