@@ -68,8 +68,8 @@ def test_bubble_fraction_of_the_step_is_in_0_1(p, v, m):
 @given(L=st.sampled_from([32, 80, 96, 126]), p=st.sampled_from([1, 2, 4, 8, 16]), v=st.integers(1, 4),
        m=st.integers(1, 256))
 def test_layers_in_flight(L, p, v, m):
-    Ls = P.stage_layers(L, pp=p, interleave=v)
-    assert Ls * p >= L and (Ls / v - 1) * p * v < L  # the busiest stage, chunks of ceil(L / (p · v)) layers
+    Ls = P.stage_layers(L, pp=p)
+    assert Ls * p >= L and (Ls - 1) * p < L  # the busiest stage holds ceil(L / p) layers
     got = P.layers_in_flight(Ls, pp=p, interleave=v, n_microbatches=m)
     if v == 1 and m >= p:
         assert got == Ls * p  # 1F1B: p micro-batches of the stage's layers

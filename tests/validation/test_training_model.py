@@ -12,8 +12,8 @@ from napkin.validation import training as V
 
 TIMING = ("iteration_s", "mfu", "tflops_per_gpu", "tokens_per_s_per_gpu")
 # the stored defaults' median |error| over every timing point (in sample: fitted on all of them); a change to
-# the model that makes it worse fails here. The out-of-sample figure (leave one publication out) is 7.0%.
-BASELINE_MEDIAN = 0.075
+# the model that makes it worse fails here. The out-of-sample figure (leave one publication out) is 6.8%.
+BASELINE_MEDIAN = 0.07
 
 
 def timing_points():

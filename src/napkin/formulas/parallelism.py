@@ -26,18 +26,17 @@ def _minimum(a: Any, b: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- model state per GPU
-def stage_layers(n_layers: Any, *, pp: Any, interleave: Any = 1.0) -> Any:
-    """L_stage = ceil(L / (p · v)) · v
+def stage_layers(n_layers: Any, *, pp: Any) -> Any:
+    """L_stage = ceil(L / p)
 
-    Layers on the busiest pipeline stage: v virtual chunks of ceil(L / (p · v)) layers each.
-    When p · v divides L this is L / p; otherwise some stages hold a layer more, and the
-    pipeline moves at their pace.
+    Layers on the busiest pipeline stage. When p divides L this is L / p; otherwise some stages
+    hold a layer more, and the pipeline moves at their pace (interleaving splits the stage's
+    layers into v chunks, but not the count).
     Trap: L / p for a split that does not divide: Llama 3.1 405B's 126 layers on 16 stages
     put 8 layers on the busiest stage, not 7.875.
-    Source: Narayanan et al. 2021 (arXiv:2104.04473), section 2.2 (stages of consecutive
-    layers; v chunks per device when interleaved).
+    Source: Narayanan et al. 2021 (arXiv:2104.04473), section 2.2 (stages of consecutive layers).
     """
-    return -((-n_layers) // (pp * interleave)) * interleave
+    return -((-n_layers) // pp)
 
 
 def stage_params(layer_params: Any, *, stage_layers: Any, pp: Any, embedding_params: Any = 0.0,

@@ -163,10 +163,6 @@ def best_mfu(model: str, *, gpu: str, gpus: int, seq_len: float | None = None, g
     return float(best["mfu"]), f"{describe(best)} ({flops_convention}; napkin plan train)"
 
 
-def _charts(report: Any) -> dict[str, dict]:
-    return {}
-
-
 PLAN_TRAIN = Calculator(
     "plan-train", PlanTrainRequest, run_plan_train, "Plan a training run's parallelism",
     "Search TP, PP, CP, EP, DP, ZeRO/FSDP, recomputation, micro-batch and interleave for a model on a cluster: "

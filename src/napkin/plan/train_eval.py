@@ -44,7 +44,7 @@ def memory(S: TrainSetup, c: dict[str, Any]) -> dict[str, Any]:
     shard = dp * cp
     if S.fsdp_hybrid:  # shard within the scale-up domain, replicate across domains
         shard = np.minimum(shard, np.maximum(S.scale_up_domain // tp, 1.0))
-    Ls = P.stage_layers(L, pp=pp, interleave=c["interleave"])
+    Ls = P.stage_layers(L, pp=pp)
     head = S.head_params + S.tied_head_params * (pp > 1)  # Megatron keeps a tied head's copy on the last stage
     dense = P.stage_params(S.layer_dense_params, stage_layers=Ls, pp=pp, embedding_params=S.embedding_params,
                            head_params=head) / tp
@@ -144,7 +144,7 @@ def times(S: TrainSetup, c: dict[str, Any], mem: dict[str, Any]) -> dict[str, An
     lt = layer_times(S, c)
     T, ks = lt["tokens"], lt["kv_shards"]
     full = rc == 2
-    Ls = P.stage_layers(L, pp=pp, interleave=v)
+    Ls = P.stage_layers(L, pp=pp)
     moe = Ls * S.moe_layers / L  # MoE layers on the stage
     mb_compute = Ls * lt["layer"] + lt["head"]  # the last (slowest) stage, one micro-batch
     n_coll = ((4.0 + 2.0 * full) * (1.0 + sp) + 2.0 * sp) * (tp > 1)

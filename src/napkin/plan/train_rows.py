@@ -125,7 +125,7 @@ def explain_best(r: Report, S: TrainSetup, key: tuple, m: ModelSpec) -> None:
     tp, pp = d["tp"], d["pp"]
     r.step("stage_params", "(L_stage · N_layer + N_embed + N_head − (p > 1) · min(N_embed, N_head)) / t, experts "
            "÷ (t · e)", value=n(mem["stage_params"]), unit="count", result=False,
-           L_stage=n(P.stage_layers(S.n_layers, pp=pp, interleave=d["interleave"])), p=pp, t=tp, e=d["ep"],
+           L_stage=n(P.stage_layers(S.n_layers, pp=pp)), p=pp, t=tp, e=d["ep"],
            cites=P.stage_params)
     for kind, b, z in (("weights", S.weight_bytes, 3), ("gradients", S.grad_bytes, 2),
                        ("optimizer", S.optimizer_bytes, 1)):

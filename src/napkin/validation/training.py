@@ -236,8 +236,7 @@ def predict(point: dict[str, Any], params: dict | None = None) -> float:
         if params:
             S = with_overrides(S, **params)
         cfg = {k: np.asarray(v) for k, v in c.items()}
-        per_layer_comm = run["parts"]["tp_comm"] / (c["m"] * float(P.stage_layers(S.n_layers, pp=c["pp"],
-                                                                                  interleave=c["interleave"])))
+        per_layer_comm = run["parts"]["tp_comm"] / (c["m"] * float(P.stage_layers(S.n_layers, pp=c["pp"])))
         return float(layer_times(S, cfg)["layer"]) + per_layer_comm
     if metric == "peak_memory_bytes_per_gpu":
         return run["memory"]
