@@ -297,3 +297,30 @@ def test_an_uploaded_calibration_that_is_not_utf8_or_nests_deeply_is_422(client,
 def test_error_bodies_are_one_json_line(client):
     r = client.post("/api/memory", json={"params": "7B\n8B"})
     assert r.text.count("\n") == 0 and json.loads(r.text)["message"].count("\n") == 0
+
+
+# ------------------------------------------------------------------ found by the web fuzz (tests/fuzz)
+INF_CALIBRATION = b'device = "x"\ndate = "2024-01-01"\nmemory_bytes_per_s = 1e400\n'
+
+
+@pytest.mark.parametrize("path,data", [("allreduce", {"size": "141GB", "ranks": "8", "link": "h100-sxm"}),
+                                       ("serve/view", {"model": "llama-3.1-70b", "gpu": "h100-sxm"})])
+def test_an_error_whose_value_is_infinite_is_still_a_json_422(client, path, data):
+    """Found by the fuzz: a calibration's 1e400 reads as inf, and the 422 naming it could not be written
+    as JSON (a plain-text 500)."""
+    r = client.post(f"/api/{path}", data=data, files={"calibration": ("cal.toml", INF_CALIBRATION, "text/plain")})
+    assert r.status_code == 422
+    assert r.json() == {"field": "calibration.memory_bytes_per_s", "value": "inf", "problem": "must be a positive number",
+                        "fix": "in cal.toml", "message": "calibration.memory_bytes_per_s must be a positive number; "
+                                                         "got inf (in cal.toml)"}
+
+
+def test_a_ratio_with_no_value_reads_as_a_dash_on_the_page(client):
+    """Found by the fuzz: an empty file beside a text has no characters per token (0/0, NaN); the page's
+    table failed to format it (a 500). It reads "-", as in the CLI's table."""
+    r = client.post("/api/tokens/view", data={"text": "Why?"}, files={"file": ("empty.txt", b"", "text/plain")})
+    assert r.status_code == 200, r.text
+    table = r.json()["tables"]["files"]
+    row = dict(zip(table["columns"], table["rows"][1]))
+    assert row["name"] == "empty.txt" and row["tokens"] == "0"
+    assert row["characters_per_token"] == row["words_per_token"] == "-"

@@ -8,6 +8,7 @@ browser's cross-site POST (a form on another site posting to 127.0.0.1).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from starlette.datastructures import Headers
@@ -66,13 +67,22 @@ def error_response(status: int, exc: Exception) -> JSONResponse:
 
 
 def quoted(body: dict) -> dict:
-    """An error's parts with control characters escaped (:func:`napkin.errors.quote`).
+    """An error's parts with control characters escaped (:func:`napkin.errors.quote`), as JSON can hold them.
 
     What a user typed comes back in ``field``, ``value``, ``problem`` and ``message`` (an unknown
     key is the field; a step of a list is in the problem): a newline or an ESC in it must not
     make a second line, or move a terminal's cursor, wherever the page or a script shows it.
+    A value that is not a finite number (an uploaded calibration's 1e400) is written as text:
+    JSON has no inf.
     """
-    return {k: quote(v) if isinstance(v, str) else v for k, v in body.items()}
+    def one(v: object) -> object:
+        if isinstance(v, str):
+            return quote(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        return v
+
+    return {k: one(v) for k, v in body.items()}
 
 
 def _cross_site(headers: Any) -> bool:
