@@ -28,11 +28,36 @@ CASES = {
     "gemma-2-9b-it": ("gemma-2-9b", "gqa"),
     "deepseek-v3": ("deepseek-v3", "mla"),
     "gpt2": ("gpt2", "mha"),
+    "qwen3-8b": ("qwen3-8b", "gqa"),
+    "qwen3-32b": ("qwen3-32b", "gqa"),
+    "qwen3-30b-a3b": ("qwen3-30b-a3b", "gqa"),
+    "gpt-oss-20b": ("gpt-oss-20b", "gqa"),
+    "gpt-oss-120b": ("gpt-oss-120b", "gqa"),
+    "llama-4-scout-17b-16e": ("llama-4-scout", "gqa"),
+}
+
+# Fixtures of families with no catalog entry: folder -> (the checkpoint's published parameter count,
+# attention kind). Sources: the Hugging Face Hub's safetensors count of each repository (SOURCES.md).
+PUBLISHED = {
+    "phi-3-mini-4k-instruct": (3_821_079_552, "mha"),           # microsoft/Phi-3-mini-4k-instruct (3.8B)
+    "gemma-3-4b-it": (4_300_079_472, "gqa"),                    # google/gemma-3-4b-it (4.3B, vision included)
+    "mistral-small-3.2-24b": (24_011_361_280, "gqa"),           # mistralai/Mistral-Small-3.2-24B-Instruct-2506
+    "qwen1.5-moe-a2.7b-chat-gptq-int4": (14_315_784_192, "mha"),  # Qwen/Qwen1.5-MoE-A2.7B (model card: 14.3B)
 }
 
 
 def test_every_fixture_is_covered():
-    assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == set(CASES)
+    assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == set(CASES) | set(PUBLISHED)
+
+
+@pytest.mark.parametrize("folder", sorted(PUBLISHED))
+def test_fixture_matches_published_count(folder):
+    """The whole checkpoint (vision tower included) reproduces the Hub's count exactly."""
+    count, kind = PUBLISHED[folder]
+    spec = load_config(str(FIXTURES / folder))
+    assert spec.attention == kind
+    assert spec.checkpoint_params == count
+    assert spec.kv_bytes_per_token(2.0) == kv_bytes_bf16(spec)
 
 
 @pytest.mark.parametrize("folder", sorted(CASES))
@@ -44,13 +69,15 @@ def test_fixture_matches_catalog(folder):
     assert spec.hf_model_type == ref.hf_model_type
     assert spec.params == ref.params
     assert spec.active_params == ref.active_params
+    assert spec.vision_params == ref.vision_params and spec.window_kind == ref.window_kind
+    assert (spec.weight_precision, spec.quantized_scope) == (ref.weight_precision, ref.quantized_scope)
     assert spec.kv_bytes_per_token(2.0) == ref.kv_bytes_per_token(2.0) == kv_bytes_bf16(spec)
-    assert abs(spec.params / ref.published_params - 1) <= param_tolerance(ref)
+    assert abs(spec.checkpoint_params / ref.published_params - 1) <= param_tolerance(ref)
     assert (spec.sliding_window, spec.n_sliding_layers) == (ref.sliding_window, ref.n_sliding_layers)
     assert spec.kv_bytes(32768) == ref.kv_bytes(32768)
 
 
-@pytest.mark.parametrize("folder", sorted(CASES))
+@pytest.mark.parametrize("folder", sorted(set(CASES) | set(PUBLISHED)))
 def test_folder_path_reads_its_config(folder):
     by_file = load_config(str(FIXTURES / folder / "config.json"))
     by_folder = load_config(str(FIXTURES / folder))
@@ -112,11 +139,33 @@ def test_json_not_an_object(tmp_path):
         load_config(_write(tmp_path, "[1, 2, 3]"))
 
 
-def test_unknown_model_type(tmp_path):
+def test_encoder_model_type_is_refused(tmp_path):
     with pytest.raises(InputError) as e:
         load_config(_write(tmp_path, _llama(model_type="bert")), field="--model")
     msg = str(e.value)
     assert e.value.field == "--model" and "model_type" in msg and "bert" in msg and "llama" in msg
+    assert "not a decoder-only" in msg
+
+
+def test_encoder_decoder_flag_is_refused(tmp_path):
+    with pytest.raises(InputError, match="not a decoder-only"):
+        load_config(_write(tmp_path, _llama(model_type="my_seq2seq", is_encoder_decoder=True)))
+
+
+def test_unknown_decoder_falls_back_with_a_note(tmp_path):
+    """An unknown model_type is read as a Llama-style decoder, and the note says what was assumed."""
+    spec = load_config(_write(tmp_path, _llama(model_type="olmo_next")))
+    llama = load_config(str(FIXTURES / "llama-3.1-8b"))
+    assert spec.params == llama.params and spec.kv_bytes_per_token() == llama.kv_bytes_per_token()
+    assert "'olmo_next' is not one napkin knows" in spec.note and "Llama-style" in spec.note
+    assert "check the parameter count" in spec.note
+
+
+def test_unknown_moe_decoder_reads_the_usual_expert_keys(tmp_path):
+    spec = load_config(_write(tmp_path, _llama(model_type="new_moe", num_experts=8, num_experts_per_tok=2,
+                                               moe_intermediate_size=1024)))
+    assert (spec.n_experts, spec.n_active_experts, spec.d_ff_expert) == (8, 2, 1024)
+    assert "not one napkin knows" in spec.note
 
 
 def test_missing_model_type(tmp_path):

@@ -33,40 +33,18 @@ SRC = ROOT / "src"
 PACKAGE = SRC / "napkin"
 
 ALLOWED: dict[int, set[tuple[str, str]]] = {
-    1: {
-        ("src/napkin/calculators/bill.py", "napkin.calculators.serve"),
-        ("src/napkin/calculators/card.py", "napkin.calculators.journey"),
-        ("src/napkin/calculators/check.py", "napkin.calculators.gpu_hour"),
-        ("src/napkin/calculators/compare.py", "napkin.calculators.train"),
-        ("src/napkin/calculators/journey.py", "napkin.calculators.basics"),
-        ("src/napkin/calculators/journey.py", "napkin.calculators.serve"),
-        ("src/napkin/calculators/serve.py", "napkin.calculators.basics"),
-        ("src/napkin/calculators/train.py", "napkin.calculators.basics"),
-        ("src/napkin/calculators/train.py", "napkin.calculators.goodput"),
-        ("src/napkin/ledger/calculator.py", "napkin.calculators.basics"),
-        ("src/napkin/plan/serve.py", "napkin.calculators.basics"),
-        ("src/napkin/plan/serve.py", "napkin.calculators.serve"),
-    },
+    1: set(),
     2: {
         ("src/napkin/ledger/watch.py", "napkin.ledger.calculator"),
     },
     3: {
-        ("src/napkin/calculators/amortise.py", "napkin.calculate"),
         ("src/napkin/ledger/__init__.py", "napkin.calculate"),
         ("src/napkin/ledger/drift.py", "napkin.calculate"),
         ("src/napkin/ledger/drift.py", "napkin.cli.common"),
         ("src/napkin/measure/__init__.py", "napkin.__version__"),
         ("src/napkin/measure/__main__.py", "napkin.cli"),
-        ("src/napkin/cli/demo.py", "napkin.calculate"),
     },
-    4: {
-        ("src/napkin/formulas/cost.py", "usd"),
-        ("src/napkin/formulas/flops.py", "model_flops_utilization"),
-        ("src/napkin/formulas/flops.py", "prefill_attention_flops"),
-        ("src/napkin/formulas/flops.py", "train_seconds"),
-        ("src/napkin/formulas/reliability.py", "expected_segment_s"),
-        ("src/napkin/formulas/serving.py", "decode_step_seconds"),
-    },
+    4: set(),
 }
 
 # where calculators live: a registered module's calculator is the module or package directly inside one of these

@@ -46,7 +46,7 @@ from napkin.errors import InputError, NapkinError, UnknownName
 
 
 SUBMODULES = ("units", "errors", "derivation", "request", "catalog", "hardware", "model", "formulas",
-              "calculators", "calibration", "charts", "plan", "ledger", "measure", "web", "tokenize")
+              "calculators", "calibration", "charts", "plan", "ledger", "measure", "web", "token_count")
 
 
 def __getattr__(name: str) -> Any:  # loaded on first use: `napkin --version` stays fast

@@ -61,6 +61,15 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     dense_flops_per_s: dict[str, float]
     memory_bytes: float
     memory_bytes_per_s: float
+    # What the software stack reports, where a public printout gives it (the datasheet's round
+    # "80GB" is 80e9; an H100 SXM reports 81,559 MiB). memory_bytes_reported is the driver's total
+    # (nvidia-smi / rocm-smi); memory_bytes_runtime the CUDA/HIP runtime's total
+    # (cudaMemGetInfo, torch.cuda.mem_get_info), 0.4-0.8 GiB lower, which PyTorch and vLLM budget
+    # against. None where no printout was found: fall back to memory_bytes. The sources are in
+    # memory_reported_source; weakly sourced figures are marked there.
+    memory_bytes_reported: float | None = None
+    memory_bytes_runtime: float | None = None
+    memory_reported_source: str = ""
     link_bytes_per_s_bidirectional: float | None = None
     link_name: str = ""
     # GPUs that share the scale-up link (an NVLink/NVSwitch board, an NVL72 rack, a

@@ -56,12 +56,31 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
     n_active_experts: int = 0
     n_shared_experts: int = 0
     d_ff_expert: int = 0
-    n_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+    n_dense_layers: int = 0  # layers with a dense MLP of d_ff (DeepSeek's leading first_k_dense_replace; Llama 4 Maverick's every other layer)
+    d_ff_shared: int = 0  # width of each shared expert when it differs from d_ff_expert (Qwen2-MoE: shared_expert_intermediate_size)
+    shared_expert_gate: bool = False  # a d -> 1 sigmoid gate on the shared expert per MoE layer (Qwen2-MoE)
+    router_bias: bool = False  # the router has a bias per expert (gpt-oss)
+    # Attention extras counted in the parameters
+    qk_norm: bool = False  # an RMSNorm of width head_dim on q and on k per layer (Qwen3, Gemma 3)
+    attention_sinks: bool = False  # one learned sink logit per query head per layer (gpt-oss)
     # Sliding-window attention: n_sliding_layers of the n_layers attend to (and cache) only
     # the last sliding_window tokens (Mistral 7B v0.1: all 32 at 4096; Gemma 2: every other
     # layer at 4096, the rest global). 0 and 0: every layer caches the whole context.
     sliding_window: int = 0
     n_sliding_layers: int = 0
+    # "sliding" (the last W tokens; Mistral, Gemma, gpt-oss) or "chunked" (Llama 4: fixed, non-overlapping
+    # chunks of W tokens; a chunked layer holds at most W tokens of KV, on average half that)
+    window_kind: str = "sliding"
+    # Weights a checkpoint ships beside the language model (a vision encoder and its projector): held in
+    # memory, never touched by a text token. Not in params or active_params; in checkpoint_params.
+    vision_params: int = 0
+    # The precision the checkpoint stores its weights in, when its quantization_config fixes one (fp8 for
+    # DeepSeek-V3's release, fp4 for gpt-oss's MXFP4 experts, int4 for AWQ/GPTQ); "" when the checkpoint
+    # leaves it to the user (bf16 releases). quantized_scope says which weights it covers: "" every weight
+    # of the language model, "linear" the attention and MLP matrices (embeddings, head and norms stay at
+    # the checkpoint's 16-bit dtype), "experts" the routed experts only (gpt-oss). See quantized_params().
+    weight_precision: str = ""
+    quantized_scope: str = ""
     # provenance
     published_params: float = 0.0
     published_active_params: float = 0.0
@@ -86,6 +105,10 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
             raise InputError("sliding_window", self.sliding_window,
                              f"and n_sliding_layers ({self.n_sliding_layers}) must be given together",
                              "a window needs the layers that use it, and the reverse")
+        if self.window_kind not in ("sliding", "chunked"):
+            raise InputError("window_kind", self.window_kind, "must be sliding or chunked")
+        if self.quantized_scope not in ("", "linear", "experts"):
+            raise InputError("quantized_scope", self.quantized_scope, "must be empty, linear or experts")
         if self.n_kv_heads > self.n_heads:
             raise InputError("n_kv_heads", self.n_kv_heads, f"exceeds n_heads ({self.n_heads})",
                              "key-value heads are at most the query heads")
@@ -124,7 +147,9 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         if self.linear_bias:
             bias += d
         rel = d * d if self.relative_pos_proj else 0  # W_R of Dai et al. (2019), eq. 4
-        return q + kv + o + bias + rel
+        qk_norm = 2 * dh if self.qk_norm else 0  # one weight vector of d_h for q, one for k
+        sinks = h if self.attention_sinks else 0
+        return q + kv + o + bias + rel + qk_norm + sinks
 
     def _mlp(self, f: int) -> int:
         d = self.d_model
@@ -134,17 +159,47 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         return w
 
     def mlp_params(self) -> tuple[int, int]:
-        """(total, active) MLP weights summed over all layers, routers included."""
-        n_moe = self.n_layers - self.n_dense_layers if self.is_moe else 0
+        """(total, active) MLP weights summed over all layers, routers and shared-expert gates included."""
+        n_moe = self.n_moe_layers
         n_dense = self.n_layers - n_moe
         total = active = n_dense * self._mlp(self.d_ff)
         if n_moe:
-            fe = self.d_ff_expert or self.d_ff
-            expert = self._mlp(fe)
-            router = self.d_model * self.n_experts
-            total += n_moe * ((self.n_experts + self.n_shared_experts) * expert + router)
-            active += n_moe * ((self.n_active_experts + self.n_shared_experts) * expert + router)
+            expert = self._mlp(self.d_ff_expert or self.d_ff)
+            shared = self.n_shared_experts * self._mlp(self.d_ff_shared or self.d_ff_expert or self.d_ff)
+            router = self.d_model * self.n_experts + (self.n_experts if self.router_bias else 0)
+            gate = self.d_model if self.shared_expert_gate else 0
+            total += n_moe * (self.n_experts * expert + shared + router + gate)
+            active += n_moe * (self.n_active_experts * expert + shared + router + gate)
         return total, active
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers whose MLP is routed experts: L less the dense ones (0 for a dense model)."""
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    def routed_expert_params(self) -> int:
+        """Weights of the routed experts over all MoE layers (what an "experts" quantization covers)."""
+        return self.n_moe_layers * self.n_experts * self._mlp(self.d_ff_expert or self.d_ff)
+
+    def quantized_params(self) -> float:
+        """Parameters the checkpoint stores at ``weight_precision`` (0 when it fixes none).
+
+        The rest of ``checkpoint_params`` is stored at the checkpoint's 16-bit dtype:
+        weight bytes = quantized · bytes(weight_precision) + (checkpoint_params − quantized) · 2.
+
+        Trap: block-scaled formats carry scales beside the values (MXFP4: one 8-bit scale per 32
+        values, 4.25 bits a weight; DeepSeek's fp8: one fp32 scale per 128 x 128 block, 0.02%), so
+        0.5 byte per fp4 weight undercounts gpt-oss-120b's 60.8 GiB checkpoint by about 6%.
+        Source: the checkpoint's config.json quantization_config (modules_to_not_convert for gpt-oss).
+        """
+        if not self.weight_precision:
+            return 0.0
+        if self.quantized_scope == "experts":
+            return float(self.routed_expert_params())
+        if self.quantized_scope == "linear":
+            bd = self.params_breakdown()
+            return float(bd["attention"] + bd["mlp"])
+        return self.params
 
     def params_breakdown(self) -> dict[str, int]:
         """Parameters by part; 'total' and 'active' sum them (active routes k experts)."""
@@ -171,9 +226,47 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         return float(self.params_breakdown()["total"])
 
     @property
+    def checkpoint_params(self) -> float:
+        """Every parameter the checkpoint holds: the language model plus any vision encoder."""
+        return self.params + self.vision_params
+
+    @property
     def active_params(self) -> float:
         """Parameters one token's forward pass touches: all for dense, k routed for MoE."""
         return float(self.params_breakdown()["active"])
+
+    def moe_split(self) -> tuple[float, float]:
+        """(shared, routed) parameters: shared + routed · k/E = active, shared + routed = total.
+
+        Shared is what every token touches (attention, dense layers, shared experts,
+        embeddings); routed is every routed expert together. A dense model is all shared.
+        """
+        if not self.is_moe:
+            return self.params, 0.0
+        e, k = self.n_experts, self.n_active_experts
+        routed = (self.params - self.active_params) * e / (e - k)
+        return self.params - routed, routed
+
+    @property
+    def routing(self) -> tuple[float, float]:
+        """(E, k): routed experts and those each token picks; (1, 1) for a dense model."""
+        return (self.n_experts, self.n_active_experts) if self.is_moe else (1.0, 1.0)
+
+    # ------------------------------------------------------------- attention
+    @property
+    def d_attn(self) -> float:
+        """Width of the attention products per token: h · d_h (MLA: h · (qk + v) / 2).
+
+        MLA's query-key heads (nope + rope dims, 192 on DeepSeek-V3) are wider than its
+        value heads (128): QKᵀ and AV each count their own width, so the mean stands for both.
+        """
+        if self.attention == "mla":
+            return self.n_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim) / 2.0
+        return float(self.n_heads * self.head_dim)
+
+    def window(self) -> dict[str, float]:
+        """The sliding window as the attention-FLOPs formulas take it: W (∞ when none) and L_w."""
+        return {"window_tokens": self.window_tokens, "window_layers": float(self.n_sliding_layers)}
 
     # ------------------------------------------------------------- KV cache
     def kv_values_per_token(self) -> int:

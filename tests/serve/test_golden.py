@@ -54,8 +54,12 @@ def test_kv_total_and_fit_on_2_vs_4_h100(gpus, fits):
 def test_decode_70b_batch1_formula():
     ex = worked("decode-70b-bf16-batch1-h100")[0]
     i = ex.inputs
-    t = sv.decode_step_seconds(i["weights_bytes"] + i["batch"] * i["kv_bytes_per_sequence"], flops_per_gpu=0.0,
-                               memory_bytes_per_s=i["memory_bytes_per_s"], dense_flops_per_s=1.0)
+    parts = sv.decode_step_parts(i["batch"], tp=1, pp=1, n_layers=80, d_model=8192,
+                                 shared_weight_bytes=i["weights_bytes"],
+                                 kv_read_bytes_per_sequence=i["kv_bytes_per_sequence"], kv_shards=1,
+                                 flops_per_token=0.0, memory_bytes_per_s=i["memory_bytes_per_s"], dense_flops_per_s=1.0)
+    assert parts.comm_s == 0.0  # one GPU: no all-reduce
+    t = sv.step_seconds(parts)
     assert i["batch"] / t == approx(ex.expected["tokens_per_s"], ex.rel_tol)
 
 
@@ -71,10 +75,12 @@ def test_decode_70b_batch1_calculator():
 def test_405b_bandwidth_floor_15ms_on_eight_h100():
     ex = worked("journey-405b-weight-read")[0]
     i = ex.inputs
-    one = sv.roofline_seconds(i["weights_bytes"], flops=0.0, memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"],
-                              dense_flops_per_s=1.0)
-    eight = sv.roofline_seconds(i["weights_bytes"] / i["gpus"], flops=0.0,
-                                memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"], dense_flops_per_s=1.0)
+    def read(tp: int) -> float:  # the weights streamed once by a decode step on tp GPUs, no KV, no compute
+        return sv.decode_step_parts(1, tp=tp, pp=1, n_layers=126, d_model=16384, shared_weight_bytes=i["weights_bytes"],
+                                    kv_read_bytes_per_sequence=0.0, kv_shards=tp, flops_per_token=0.0,
+                                    memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"], dense_flops_per_s=1.0).memory_s
+
+    one, eight = read(1), read(i["gpus"])
     assert one == approx(ex.expected["seconds_one_gpu"], ex.rel_tol)
     assert eight == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
     r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1, output=1, convention="2N",
@@ -87,8 +93,9 @@ def test_prefill_405b_1000_tokens():
     ex = worked("journey-405b-prefill")[0]
     i = ex.inputs
     flops = 2 * i["params"] * i["prompt_tokens"]
-    assert sv.prefill_seconds(flops, weights_bytes=0.0, n_gpus=1, dense_flops_per_s=6.3e15, mfu=1.0,
-                              memory_bytes_per_s=1.0) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    parts = sv.prefill_step_parts(flops, weights_bytes=0.0, tp=1, n_layers=126, d_model=16384,
+                                  new_tokens=i["prompt_tokens"], dense_flops_per_s=6.3e15, memory_bytes_per_s=1.0)
+    assert sv.step_seconds(parts) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
     r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=300, convention="2N")
     assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
     # 8 x 1,979 TFLOP/s x 40% = 6.33 PFLOP/s, the seed's "~6.3"
@@ -120,9 +127,11 @@ def test_prefill_70b_8k_floor():
     ex = worked("prefill-70b-8k")[0]
     flops = 2 * ex.inputs["params"] * ex.inputs["prompt_tokens"]
     assert flops == approx(ex.expected["prefill_flops"], ex.rel_tol)
-    t = sv.prefill_seconds(flops, weights_bytes=141e9, n_gpus=1, dense_flops_per_s=989e12, mfu=1.0,
-                           memory_bytes_per_s=3.35e12)
-    assert t == approx(ex.expected["seconds_at_full_h100"], ex.rel_tol)
+    parts = sv.prefill_step_parts(flops, weights_bytes=141e9, tp=1, n_layers=80, d_model=8192,
+                                  new_tokens=ex.inputs["prompt_tokens"], dense_flops_per_s=989e12,
+                                  memory_bytes_per_s=3.35e12)
+    assert parts.compute_s > parts.memory_s  # an 8k prefill is compute-bound
+    assert sv.step_seconds(parts) == approx(ex.expected["seconds_at_full_h100"], ex.rel_tol)
 
 
 def test_moe_compute_with_active_memory_with_total():

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
+from napkin import catalog
 from napkin.formulas import serving as sv
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"]
@@ -127,12 +128,16 @@ def test_planner_grid_agrees_with_the_serve_calculator(model, gpu, n, t, batch):
 def test_tp_link_leaves_the_scale_up_domain_at_the_scale_out_bandwidth():
     """NVLink (450 GB/s each way) inside an 8-GPU HGX board; beyond it the 50 GB/s NIC per GPU binds the ring;
     a link slower than the NIC (PCIe, 32 GB/s each way) stays the bound. Scalars and arrays alike."""
+    nic = catalog.default_value("scale_out_bytes_per_s_per_gpu")  # the default: one 400 Gb/s NIC per GPU
+    assert nic == 50e9
     tp = np.array([1.0, 8.0, 16.0, 64.0])
-    got = sv.tp_link_bytes_per_s(tp, scale_up_domain=8, link_bytes_per_s_per_direction=450e9)
+    got = sv.tp_link_bytes_per_s(tp, scale_up_domain=8, link_bytes_per_s_per_direction=450e9,
+                                 scale_out_bytes_per_s_per_gpu=nic)
     assert got.tolist() == [450e9, 450e9, 50e9, 50e9]
-    assert [sv.tp_link_bytes_per_s(t, scale_up_domain=8, link_bytes_per_s_per_direction=450e9) for t in (8, 16)] == [
-        450e9, 50e9]
-    assert sv.tp_link_bytes_per_s(2, scale_up_domain=1, link_bytes_per_s_per_direction=32e9) == 32e9
+    assert [sv.tp_link_bytes_per_s(t, scale_up_domain=8, link_bytes_per_s_per_direction=450e9,
+                                   scale_out_bytes_per_s_per_gpu=nic) for t in (8, 16)] == [450e9, 50e9]
+    assert sv.tp_link_bytes_per_s(2, scale_up_domain=1, link_bytes_per_s_per_direction=32e9,
+                                  scale_out_bytes_per_s_per_gpu=nic) == 32e9
     assert sv.tp_link_bytes_per_s(16, scale_up_domain=8, link_bytes_per_s_per_direction=450e9,
                                   scale_out_bytes_per_s_per_gpu=100e9) == 100e9
 

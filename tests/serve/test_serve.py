@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from napkin import calculate
-from napkin.calculators.serve import check_heads
+from napkin.calculators.serve.heads import check_heads
 from napkin.derivation import Report
 from napkin.model import ModelSpec
 

@@ -18,7 +18,7 @@ from napkin import catalog
 from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError, UnknownName
-from napkin.formulas import serving as sv
+from napkin.formulas import bill as billf
 from napkin.request import field
 from napkin.units import HOUR, MILLION, YEAR
 
@@ -135,7 +135,7 @@ def parse_date(text: str, field_name: str) -> dt.date:
 def bill_one(p: ApiPrice, *, input_tokens: float, output_tokens: float, cached: float, cache_write: float,
              batch: bool) -> dict[str, Any]:
     tier, pin, pout, pw, pr = p.tier(input_tokens)
-    items = sv.api_request_usd(uncached_tokens=input_tokens - cached - cache_write, cache_write_tokens=cache_write,
+    items = billf.api_request_usd(uncached_tokens=input_tokens - cached - cache_write, cache_write_tokens=cache_write,
                                cache_read_tokens=cached, output_tokens=output_tokens, usd_per_million_input=pin,
                                usd_per_million_cache_write=pw, usd_per_million_cache_read=pr,
                                usd_per_million_output=pout, batch_discount=p.batch_discount if batch else 0.0)
@@ -197,21 +197,22 @@ def bill_request(r: Report, req: BillRequest, p: ApiPrice, today: dt.date) -> No
     keep = 1.0 - (p.batch_discount if req.batch else 0.0)
     uncached = req.input - req.cached - req.cache_write
     r.step("input_usd", "(input − cached − cache_write) · price_in / 1e6", value=b["input_usd"], unit="usd",
-           tokens=(uncached, "count"), price_in=(pin * keep, "usd_per_million"))
+           tokens=(uncached, "count"), price_in=(pin * keep, "usd_per_million"), cites=billf.api_request_usd)
     if req.cache_write:
         r.step("cache_write_usd", "cache_write · price_cache_write / 1e6", value=b["cache_write_usd"], unit="usd",
-               tokens=(req.cache_write, "count"), price=(pw * keep, "usd_per_million"))
+               tokens=(req.cache_write, "count"), price=(pw * keep, "usd_per_million"), cites=billf.api_request_usd)
         if not p.cache_write_published:
             r.note(f"{p.provider or p.name} publishes no cache-write premium: written tokens bill at the input price")
     if req.cached:
         r.step("cache_read_usd", "cached · price_cache_read / 1e6", value=b["cache_read_usd"], unit="usd",
-               tokens=(req.cached, "count"), price=(pr * keep, "usd_per_million"))
+               tokens=(req.cached, "count"), price=(pr * keep, "usd_per_million"), cites=billf.api_request_usd)
         if not p.cache_read_published:
             r.warn("no-cache-price", f"{p.name} has no published cache-read price: cached tokens bill at the input "
                                      "price here")
     r.step("output_usd", "output · price_out / 1e6", value=b["output_usd"], unit="usd",
-           tokens=(req.output, "count"), price_out=(pout * keep, "usd_per_million"))
-    r.step("usd", "input_usd + cache_write_usd + cache_read_usd + output_usd", value=b["usd"], unit="usd")
+           tokens=(req.output, "count"), price_out=(pout * keep, "usd_per_million"), cites=billf.api_request_usd)
+    r.step("usd", "input_usd + cache_write_usd + cache_read_usd + output_usd", value=b["usd"], unit="usd",
+           cites=billf.api_request_usd)
     if req.batch:
         if p.batch_discount:
             r.note(f"batch API: {p.batch_discount:.0%} off, for results within 24 hours")
@@ -239,10 +240,10 @@ def bill_request(r: Report, req: BillRequest, p: ApiPrice, today: dt.date) -> No
 
 def agent_task(r: Report, req: BillRequest, p: ApiPrice) -> None:
     """A loop of calls re-sending a growing history: the task's cost with and without caching."""
-    inputs = sv.agent_loop_inputs(req.input, history_growth=req.history_growth, calls=req.calls)
+    inputs = billf.agent_loop_inputs(req.input, history_growth=req.history_growth, calls=req.calls)
     total_in = r.step("task_input_tokens", "Σ (input + i · growth), i = 0 .. calls − 1", value=float(sum(inputs)),
                       unit="count", input=(req.input, "count"), growth=(req.history_growth, "count"),
-                      calls=req.calls)
+                      calls=req.calls, cites=billf.agent_loop_inputs)
     plain = sum(bill_one(p, input_tokens=x, output_tokens=req.output, cached=0.0, cache_write=0.0,
                          batch=req.batch)["usd"] for x in inputs)
     r.step("task_usd_without_cache", "Σ bill(input_i, output), every token at the input price", value=plain,
@@ -292,8 +293,9 @@ def compare_all(r: Report, req: BillRequest, today: dt.date) -> None:
 
 def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     """The serving calculator's cost for the same request, and the monthly break-even volume."""
-    from napkin.calculators.serve import ServeRequest, run_serve
+    from napkin import calculators
 
+    serve = calculators.get("serve")  # composed through the registry: bill does not reach into serve
     model = req.serve_model or p.open_weights_model
     if model is None:
         raise InputError("serve_model", "nothing", f"is required: {p.name} has no open weights to self-host",
@@ -303,7 +305,7 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     base = dict(model=model, gpu=req.gpu, gpus=req.gpus, tp=req.tp, precision=req.precision,
                 prompt=max(req.input, 1.0), output=max(req.output, 1.0), price=req.price,
                 utilization=req.utilization)
-    probe = run_serve(ServeRequest(**base, batch=1))
+    probe = serve.run(serve.request(**base, batch=1))
     mb = int(probe["max_batch"])
     r.set("self_hosted_model", probe["model"])
     if req.serve_model and p.open_weights_model is None:
@@ -316,7 +318,7 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
                                            "add --gpus or quantise (--precision fp8)")
         return
     conc = req.concurrency if req.concurrency is not None else min(64, mb)
-    sub = run_serve(ServeRequest(**base, batch=conc))
+    sub = serve.run(serve.request(**base, batch=conc))
     for w in sub.warnings:  # what the serving calculator says of this replica (context, TP span, fit, ...)
         r.warn(w.code, "self-hosted: " + w.message)
     r.set("self_hosted_fits", bool(sub["fits"]))

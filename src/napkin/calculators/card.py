@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from napkin import units
+from napkin import calculators, units
 from napkin.calculators import Calculator
-from napkin.calculators.journey import RUNG_TITLES, JourneyRequest, run_journey
 from napkin.derivation import Report
 from napkin.formulas import memory as mem
 from napkin.hardware import BYTES_PER_VALUE
@@ -75,12 +74,13 @@ def _label(template: str, journey: Report) -> str:
 def card_rows(journey: Report) -> list[dict]:
     """The card's rows: value, unit, formula and the rung that earned it."""
     formulas = _formulas(journey)
+    rungs = {x["key"]: x for x in journey["rungs"]}  # number and title of each rung, as the journey walked them
     rows: list[dict] = []
 
     def add(key: str, name: str, value: Any, unit: str | None, formula: str, rung: str) -> None:
         rows.append({"key": key, "name": name, "value": value, "unit": unit,
                      "value_text": units.fmt_auto(value, unit), "formula": formula,
-                     "rung": list(RUNG_TITLES).index(rung) + 1, "rung_key": rung, "rung_title": RUNG_TITLES[rung]})
+                     "rung": rungs[rung]["n"], "rung_key": rung, "rung_title": rungs[rung]["title"]})
 
     n = journey["params"]
     for key, template, rung, formula in ROWS:
@@ -109,8 +109,9 @@ def build_card(journey: Report) -> Report:
     return r
 
 
-def run_card(req: JourneyRequest) -> Report:
-    return build_card(run_journey(req))
+def run_card(req: Any) -> Report:
+    """The card of a journey run on the same request (the journey composed through the registry)."""
+    return build_card(calculators.get("journey").run(req))
 
 
 def charts(report: Report) -> dict[str, dict]:
@@ -120,7 +121,7 @@ def charts(report: Report) -> dict[str, dict]:
 
 
 CARD = Calculator(
-    "card", JourneyRequest, run_card, "The card",
+    "card", calculators.get("journey").request, run_card, "The card",
     "Numbers every AI engineer should know, each computed from a journey with its formula and rung.",
     establishes="the napkin constants of one model on one accelerator, each with its working",
     needs_measuring="MFU and achieved bandwidth on your own node (napkin measure)",

@@ -18,8 +18,9 @@ from typing import Any
 from napkin import catalog
 from napkin.derivation import Report
 from napkin.errors import InputError
-from napkin.hardware import Accelerator
+from napkin.hardware import COMPUTE_FALLBACK, Accelerator
 from napkin.model import ModelSpec
+from napkin.request import basis_of
 from napkin.units import format as fmt
 
 
@@ -42,6 +43,23 @@ def given_or_default(report: Report, name: str, given: Any, key: str | None = No
         return assume_default(report, name, key, unit=unit)
     d = catalog.default(key or name)
     return report.assume(name, given, given_note, unit=unit or _unit(d.unit), basis="given")
+
+
+def assume_field(report: Report, name: str, req: Any, key: str, *, field: str | None = None,
+                 note: str | None = None, unit: str | None = None, basis: str | None = None) -> Any:
+    """Record a request field whose default is the default assumption ``key``, with the entry's note
+    (or ``note``).
+
+    The basis is "assumed" while the field holds its default and "given" once the user
+    changes it (``basis`` overrides that); the entry's source and the measurement that
+    replaces it travel with the line only while the value is the default's.
+    """
+    d = catalog.default(key)
+    value = getattr(req, field or name)
+    default = basis_of(req, field or name) == "assumed"
+    return report.assume(name, value, d.note if note is None else note, unit=unit or _unit(d.unit),
+                         basis=basis or ("assumed" if default else "given"),
+                         source=d.source if default else "", replaced_by=d.replaced_by if default else "")
 
 
 def _unit(kind: str) -> str | None:
@@ -91,6 +109,20 @@ def warn_if_sparse(report: Report, peak: float, precision: str) -> None:
                         f"with 2:4 sparsity; its dense peak is {fmt(g.peak(precision), 'flops_per_s')}, and a "
                         f"dense run never reaches the sparse one (using it halves the predicted time and the reported MFU)")
             return
+
+
+def compute_precision(gpu: Accelerator, precision: str) -> str | None:
+    """The precision the matmuls of ``precision`` weights run at on ``gpu``: their own when the part has a
+    dense peak there, else the next in the dequantisation chain (int4 -> bf16, fp4 -> fp8 -> bf16, ...);
+    None when the chain loops without finding a peak. Callers word the error for their command."""
+    p, seen = precision, set()
+    while not gpu.supports(p):
+        seen.add(p)
+        nxt = COMPUTE_FALLBACK.get(p)
+        if nxt is None or nxt in seen:
+            return None
+        p = nxt
+    return p
 
 
 def model_or_none(name: str | None, field_name: str = "model") -> ModelSpec | None:

@@ -17,7 +17,7 @@ from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.request import field
-from napkin.tokenize import CHOICES, RULE, TokenCount, canonical, count, rule_tokens
+from napkin.token_count import CHOICES, RULE, TokenCount, canonical, count, rule_tokens
 
 S = msgspec.Struct
 

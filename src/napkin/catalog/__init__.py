@@ -7,6 +7,7 @@ UnknownName with the closest matches, never a silent fallback.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 import tomllib
@@ -15,9 +16,28 @@ from typing import Any
 
 import msgspec
 
+from napkin.catalog import prices
+from napkin.catalog.prices import (
+    STALE_AFTER_DAYS,
+    ApiPricePoint,
+    GpuOffer,
+    api_price_history,
+    api_price_series,
+    gpu_hour_offers,
+    is_stale,
+    latest_offers,
+    price_age_days,
+)
 from napkin.errors import InputError, NapkinError, UnknownName
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
+
+__all__ = [
+    "STALE_AFTER_DAYS", "ApiPricePoint", "Default", "GpuHourPrice", "GpuOffer", "api_price_history",
+    "api_price_series", "catalog_rows", "default", "default_value", "defaults", "gpu", "gpu_hour_offers",
+    "gpu_hour_price", "gpu_hour_prices", "gpus", "is_stale", "latest_offers", "model", "models",
+    "price_age_days", "table",
+]
 
 HERE = Path(__file__).parent
 
@@ -81,16 +101,26 @@ def gpu(name: str, field: str = "gpu") -> Accelerator:
 
 
 def model(name: str, field: str = "model") -> ModelSpec:
-    """A model by catalog key or alias, or from a Hugging Face config.json (file or folder)."""
-    text = str(name)
-    if os.sep in text or text.endswith(".json") or Path(text).is_dir():
-        from napkin.catalog.hf import load_config
+    """A model by catalog key or alias, a Hugging Face config.json (file or folder), or a
+    Hugging Face repo id (``org/name``) found in the local Hugging Face cache.
 
-        return load_config(text, field=field)
+    Order: catalog name, then an existing path, then a repo id in the cache (never the
+    network), then a path-looking name (which fails with the config.json error).
+    """
+    text = str(name)
     key = _model_index().get(_norm(text))
-    if key is None:
-        raise UnknownName("model", text, list(models()), field=field)
-    return models()[key]
+    if key is not None:
+        return models()[key]
+    from napkin.catalog import hf, hf_cache
+
+    if Path(text).expanduser().exists() or text.endswith(".json"):
+        return hf.load_config(text, field=field)
+    if hf_cache.is_repo_id(text):
+        path = hf_cache.cached_config(text, field=field)
+        return hf.spec_from_config(hf._read(path, field), path, field, name=text)
+    if os.sep in text or "/" in text or text.endswith(".json"):
+        return hf.load_config(text, field=field)
+    raise UnknownName("model", text, list(models()), field=field)
 
 
 class Default(msgspec.Struct, kw_only=True, frozen=True):
@@ -139,6 +169,10 @@ class GpuHourPrice(msgspec.Struct, kw_only=True, frozen=True):
         """The lowest documented price, or the reference price when the source gives no range."""
         return self.low_usd_per_gpu_hour if self.low_usd_per_gpu_hour is not None else self.usd_per_gpu_hour
 
+    def age_days(self, on: "datetime.date | None" = None) -> int:
+        """Days from this price's date to ``on`` (today when not given); see catalog.is_stale."""
+        return price_age_days(self.date, on)
+
 
 @functools.cache
 def gpu_hour_prices() -> dict[str, GpuHourPrice]:
@@ -167,13 +201,20 @@ def catalog_rows(which: str) -> list[dict[str, Any]]:
             d = msgspec.to_builtins(m)
             d["params"] = m.params
             d["active_params"] = m.active_params
+            d["checkpoint_params"] = m.checkpoint_params  # with a shipped vision encoder
+            d["quantized_params"] = m.quantized_params()  # held at weight_precision
             d["kv_bytes_per_token_bf16"] = m.kv_bytes_per_token(2.0)
             out.append(d)
         return out
-    if which == "prices":
+    if which == "prices":  # the reference GPU-hour and current API prices (the dated offers: "offers")
         out = []
         for section, entries in table("prices").items():
-            for key, entry in entries.items():
-                out.append({"kind": section, "key": key, **entry})
+            if isinstance(entries, dict):
+                for key, entry in entries.items():
+                    out.append({"kind": section, "key": key, **entry})
         return out
-    raise InputError("table", which, "must be gpus, models or prices")
+    if which == "offers":
+        return prices.offer_rows()
+    if which == "api_history":
+        return prices.api_history_rows()
+    raise InputError("table", which, "must be gpus, models, prices, offers or api_history")

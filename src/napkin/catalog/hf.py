@@ -1,17 +1,29 @@
-"""A ModelSpec from a Hugging Face ``config.json`` (a file, or a folder holding one).
+"""A ModelSpec from a Hugging Face ``config.json``: a file, a folder holding one, or a repo id
+(``org/name``) found in the local Hugging Face cache.
 
 Read, not trusted: every key the parameter count needs is looked up by name, and a
 missing or malformed one is an InputError that names the key, the file and the fix.
-Nothing is downloaded; the file is read from disk.
+Nothing is downloaded; a repo id is looked up in the local cache only (catalog.hf_cache).
 
-Families read, by ``model_type``:
+Families read, by ``model_type`` (the per-family readers are in catalog.hf_families):
 
-    llama, mistral, qwen2     dense, gated (SwiGLU) MLP, RMSNorm, RoPE, GQA
-    gemma2                    as above, four norms per layer, tied head, explicit head_dim,
-                              sliding-window (local) and global layers alternating
-    mixtral                   routed experts on every layer (num_local_experts, top-k)
-    deepseek_v2, deepseek_v3  MLA attention, shared + routed experts, leading dense layers
-    gpt2                      learned positions, LayerNorm, biases everywhere, tied head
+    llama, mistral, qwen2, phi3   dense, gated (SwiGLU) MLP, RMSNorm, RoPE, GQA
+    qwen3                         as llama, with a per-head RMSNorm on q and k
+    gemma2, gemma3(_text)         four norms per layer, tied head, explicit head_dim, local and
+                                  global layers (Gemma 2 alternating; Gemma 3 five local : one)
+    mixtral                       routed experts on every layer (num_local_experts, top-k)
+    qwen2_moe, qwen3_moe          routed experts (num_experts), Qwen2-MoE's gated shared expert
+    llama4(_text)                 routed + shared expert, dense layers interleaved (Maverick),
+                                  chunked attention on three layers of four
+    gpt_oss                       routed experts with biases, attention sinks, alternating
+                                  128-token sliding window
+    deepseek_v2, deepseek_v3      MLA attention, shared + routed experts, leading dense layers
+    gpt2                          learned positions, LayerNorm, biases everywhere, tied head
+    mistral3, gemma3, llama4      multimodal wrappers: the language model from text_config,
+                                  the vision encoder counted apart (catalog.hf_vision)
+
+Any other decoder ``model_type`` is read as a Llama-style decoder, and the spec's ``note``
+says what was assumed; encoder and encoder-decoder types are refused.
 
 HF keys mapped once (paper symbol in brackets, see napkin.model):
 
@@ -19,11 +31,13 @@ HF keys mapped once (paper symbol in brackets, see napkin.model):
     num_key_value_heads [h_kv] (absent: h, as transformers assumes)
     head_dim [d_h] (absent: d / h)   intermediate_size [f]   vocab_size [V]
     tie_word_embeddings (absent: the family's transformers default)
-    num_local_experts / n_routed_experts [E]   num_experts_per_tok [k]
-    n_shared_experts [s]   moe_intermediate_size   first_k_dense_replace
+    num_local_experts / num_experts / n_routed_experts [E]   num_experts_per_tok [k]
+    n_shared_experts / shared_expert_intermediate_size [s]   moe_intermediate_size
+    first_k_dense_replace / decoder_sparse_step / mlp_only_layers / moe_layers
     q_lora_rank  kv_lora_rank  qk_nope_head_dim  qk_rope_head_dim  v_head_dim
-    attention_bias / mlp_bias   max_position_embeddings
-    sliding_window [W]  layer_types / use_sliding_window + max_window_layers (Qwen2) [L_w]
+    attention_bias / mlp_bias   max_position_embeddings   quantization_config
+    sliding_window [W]  layer_types / sliding_window_pattern / use_sliding_window (Qwen2) [L_w]
+    attention_chunk_size / no_rope_layers (Llama 4)
 
 Trap: a Llama-family config without ``num_key_value_heads`` is read as MHA (the
 transformers default). If the checkpoint is really GQA the KV cache comes out
@@ -39,12 +53,26 @@ from typing import Any
 from napkin.errors import InputError
 from napkin.model import ModelSpec
 
-# The transformers default for tie_word_embeddings when the key is absent, per family.
-_TIED_DEFAULT = {
-    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "gemma2": True,
+# The transformers default for tie_word_embeddings when the key is absent, per family
+# (the `tie_word_embeddings` default of each configuration class). mistral3 is False although
+# transformers 5's Mistral3Config defaults to True: the released checkpoints ship their own
+# lm_head (the Hub counts 24,011,361,280 parameters for Mistral-Small-3.2-24B, head included).
+TIED_DEFAULT = {
+    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen3": False, "phi3": False,
+    "gemma2": True, "gemma3": True, "gemma3_text": True, "qwen2_moe": False, "qwen3_moe": False,
+    "llama4": False, "llama4_text": False, "gpt_oss": False, "mistral3": False,
     "deepseek_v2": False, "deepseek_v3": False, "gpt2": True,
 }
-SUPPORTED = tuple(sorted(_TIED_DEFAULT))
+SUPPORTED = tuple(sorted(TIED_DEFAULT))
+
+# Not decoders: napkin sizes causal language models only.
+ENCODERS = frozenset({
+    "bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra", "modernbert",
+    "t5", "mt5", "umt5", "bart", "mbart", "pegasus", "marian", "whisper", "vit", "clip", "siglip", "wav2vec2",
+})
+
+# multimodal wrapper model_type -> the model_type its text_config is read as when it names none
+TEXT_OF = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
 
 
 def _resolve(path: str, field: str) -> Path:
@@ -53,14 +81,22 @@ def _resolve(path: str, field: str) -> Path:
         p = p / "config.json"
     if not p.is_file():
         raise InputError(field, str(path), "is not a config.json file or a folder holding one",
-                         "give the path to a Hugging Face config.json, or a catalog model name; "
-                         "see `napkin catalog models`")
+                         "give the path to a Hugging Face config.json, a repo id in the local Hugging Face "
+                         "cache, or a catalog model name; see `napkin catalog models`")
     return p
+
+
+MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is kilobytes; a larger file is not one
 
 
 def _read(p: Path, field: str) -> dict[str, Any]:
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise InputError(field, str(p), "is over 4 MiB, too large for a config.json",
+                             "give the model's config.json, not a weights file")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(field, str(p), f"is not readable as UTF-8 text ({exc.__class__.__name__})",
                          "give the model's config.json as downloaded") from None
@@ -75,14 +111,28 @@ def _read(p: Path, field: str) -> dict[str, Any]:
     return cfg
 
 
-class _Reader:
-    """Typed look-ups into one config.json, with errors that name the key and the file."""
+class Reader:
+    """Typed look-ups into one config.json (or its text_config), with errors that name the key and the file.
 
-    def __init__(self, cfg: dict[str, Any], path: Path, field: str, model_type: str):
+    ``defaults`` are the family's transformers defaults for keys its Hub configs leave out;
+    each one used is recorded in ``defaulted`` so the spec's note can say so.
+    """
+
+    def __init__(self, cfg: dict[str, Any], path: Path, field: str, model_type: str,
+                 defaults: dict[str, Any] | None = None):
         self.cfg, self.path, self.field, self.mt = cfg, path, field, model_type
+        self.defaults = defaults or {}
+        self.defaulted: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        value = self.cfg.get(key)
+        if value is None and key in self.defaults:
+            value = self.defaults[key]
+            self.defaulted[key] = value
+        return value
 
     def int(self, key: str, default: int | None = None, *, allow_zero: bool = False) -> int:
-        value = self.cfg.get(key)
+        value = self.get(key)
         if value is None:
             if default is not None:
                 return default
@@ -98,7 +148,7 @@ class _Reader:
         return value
 
     def bool(self, key: str, default: bool) -> bool:
-        value = self.cfg.get(key)
+        value = self.get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
@@ -106,23 +156,26 @@ class _Reader:
                              f"fix {key!r} in {self.path}")
         return value
 
+    def int_list(self, key: str, n: int | None = None) -> list[int] | None:
+        """A list of non-negative integers (layer indices, 0/1 flags), or None when absent."""
+        value = self.get(key)
+        if value is None:
+            return None
+        if (not isinstance(value, list) or (n is not None and len(value) != n)
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+            size = f"{n} " if n is not None else ""
+            raise InputError(self.field, str(self.path), f"has config.json key {key!r} that is not a list of "
+                             f"{size}non-negative integers", f"fix {key!r} in {self.path}")
+        return value
 
-def _attention_kind(h: int, hkv: int, r: _Reader) -> str:
-    if h % hkv:
-        raise InputError(r.field, hkv, f"has num_key_value_heads that does not divide num_attention_heads ({h})",
-                         f"each KV head serves a whole group of query heads; fix {r.path}")
-    if hkv == h:
-        return "mha"
-    return "mqa" if hkv == 1 else "gqa"
-
-
-def _head_dim(d: int, h: int, r: _Reader) -> int:
-    if r.cfg.get("head_dim") is not None:
-        return r.int("head_dim")
-    if d % h:
-        raise InputError(r.field, d, f"has hidden_size not divisible by num_attention_heads ({h}) and no head_dim",
-                         f"add head_dim to {r.path}")
-    return d // h
+    def str_list(self, key: str, n: int) -> list[str] | None:
+        value = self.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or len(value) != n or not all(isinstance(t, str) for t in value):
+            raise InputError(self.field, str(self.path), f"has config.json key {key!r} that is not a list of "
+                             f"{n} layer names", f"fix {key!r} in {self.path}")
+        return value
 
 
 def load_config(path: str, field: str = "model") -> ModelSpec:
@@ -131,141 +184,49 @@ def load_config(path: str, field: str = "model") -> ModelSpec:
     ``field`` is the option the path came from (``--model``), so errors name it.
     """
     p = _resolve(path, field)
-    cfg = _read(p, field)
-    mt = cfg.get("model_type")
-    if mt is None:
+    return spec_from_config(_read(p, field), p, field)
+
+
+def spec_from_config(cfg: dict[str, Any], p: Path, field: str = "model", name: str | None = None) -> ModelSpec:
+    """A ModelSpec from a parsed config.json; ``p`` names the file in errors and in the spec's source."""
+    from napkin.catalog import hf_families as fam
+    from napkin.catalog.hf_quant import weight_precision
+    from napkin.catalog.hf_vision import vision_params
+
+    outer_mt = cfg.get("model_type")
+    text = cfg.get("text_config")
+    if outer_mt is None and not isinstance(text, dict):
         raise InputError(field, str(p), "has no key 'model_type' in its config.json",
-                         "napkin reads " + ", ".join(SUPPORTED) + " configs")
-    if mt not in _TIED_DEFAULT:
-        raise InputError(field, mt, "has a config.json model_type napkin cannot size",
-                         "napkin reads " + ", ".join(SUPPORTED) + f" configs; file {p}")
-    r = _Reader(cfg, p, field, mt)
-    # a checkpoint folder names its config.json; any other file is named by itself (cfg2.json -> cfg2)
-    name = str(cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem) or p.stem)
-    common: dict[str, Any] = {
-        "key": f"hf:{name}", "name": name, "family": mt, "hf_model_type": mt, "source": str(p),
-        "tied_embeddings": r.bool("tie_word_embeddings", _TIED_DEFAULT[mt]),
-    }
+                         "napkin reads " + ", ".join(SUPPORTED) + " configs, and other decoders as Llama-style")
+    if outer_mt in ENCODERS or cfg.get("is_encoder_decoder") is True:
+        raise InputError(field, outer_mt, "is a config.json model_type that is not a decoder-only language model",
+                         f"napkin sizes causal language models such as llama, qwen3 or gpt_oss; file {p}")
     notes: list[str] = []
-    if mt == "gpt2":
-        spec = _gpt2(r, common)
-    elif mt.startswith("deepseek"):
-        spec = _deepseek(r, common, notes)
+    if isinstance(text, dict):
+        mt = text.get("model_type") or TEXT_OF.get(str(outer_mt), outer_mt)
+        inner = dict(text)
+        for key in ("tie_word_embeddings", "quantization_config"):  # wrappers keep these at the top
+            if key not in inner and key in cfg:
+                inner[key] = cfg[key]
     else:
-        spec = _llama_like(r, common, notes)
+        mt, inner = outer_mt, cfg
+    mt = str(mt)
+    family = fam.family_of(mt)
+    r = Reader(inner, p, field, mt, fam.DEFAULTS.get(mt))
+    # a checkpoint folder names its config.json; any other file is named by itself (cfg2.json -> cfg2)
+    shown = name or str(cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem) or p.stem)
+    common: dict[str, Any] = {
+        "key": f"hf:{shown}", "name": shown, "family": str(outer_mt or mt), "hf_model_type": str(outer_mt or mt),
+        "source": str(p), "tied_embeddings": r.bool("tie_word_embeddings", TIED_DEFAULT.get(mt, False)),
+    }
+    if family == "generic":
+        notes.append(fam.generic_note(mt))
+    spec = fam.READERS[family](r, common, notes)
+    spec.update(weight_precision(r, spec, notes))
+    if isinstance(cfg.get("vision_config"), dict):
+        spec.update(vision_params(cfg, str(outer_mt), spec["d_model"], notes))
+    if r.defaulted:
+        shown_defaults = ", ".join(f"{k} = {v}" for k, v in sorted(r.defaulted.items()))
+        notes.append(f"Keys absent from the config.json, taken at transformers' {mt} defaults: {shown_defaults}.")
     note = " ".join(notes)
     return ModelSpec(**spec, note=note) if note else ModelSpec(**spec)
-
-
-def _gpt2(r: _Reader, common: dict[str, Any]) -> dict[str, Any]:
-    d, h = r.int("n_embd"), r.int("n_head")
-    n_pos = r.int("n_positions")
-    return {
-        **common,
-        "n_layers": r.int("n_layer"), "d_model": d, "n_heads": h, "n_kv_heads": h,
-        "head_dim": _head_dim(d, h, r), "d_ff": r.int("n_inner", 4 * d), "gated_mlp": False,
-        "vocab_size": r.int("vocab_size"), "attention": "mha", "position": "learned",
-        "max_position": n_pos, "max_context": n_pos, "linear_bias": True, "norm": "layernorm",
-    }
-
-
-def _llama_like(r: _Reader, common: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    mt = r.mt
-    d, h = r.int("hidden_size"), r.int("num_attention_heads")
-    if r.cfg.get("num_key_value_heads") is None:
-        hkv = h
-        if mt in ("llama", "mistral", "mixtral", "qwen2"):
-            notes.append("num_key_value_heads is absent: read as MHA (num_key_value_heads = "
-                         f"num_attention_heads = {h}), as transformers does; if the checkpoint is GQA "
-                         "the KV cache is overstated by heads / kv_heads. Check the model card.")
-    else:
-        hkv = r.int("num_key_value_heads")
-    f = r.int("intermediate_size")
-    spec: dict[str, Any] = {
-        **common,
-        "n_layers": r.int("num_hidden_layers"), "d_model": d, "n_heads": h, "n_kv_heads": hkv,
-        "head_dim": _head_dim(d, h, r), "d_ff": f, "gated_mlp": True,
-        "vocab_size": r.int("vocab_size"), "attention": _attention_kind(h, hkv, r),
-        "max_context": r.int("max_position_embeddings", 0, allow_zero=True),
-    }
-    if mt == "qwen2":
-        # Qwen2's attention puts a bias on q, k and v (not o) with no config key for it.
-        spec["qkv_bias"] = True
-    attn_bias, mlp_bias = r.bool("attention_bias", False), r.bool("mlp_bias", False)
-    if attn_bias and mlp_bias:
-        spec["linear_bias"] = True
-    elif attn_bias:
-        spec["qkv_bias"] = True
-        notes.append("attention_bias is true: q, k, v biases are counted; the o_proj bias "
-                     "(hidden_size per layer) is not.")
-    elif mlp_bias:
-        notes.append("mlp_bias is true: MLP biases (2·intermediate_size + hidden_size per layer) are not counted.")
-    if mt == "gemma2":
-        spec["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
-    spec.update(_sliding_window(r, spec["n_layers"]))
-    if mt == "mixtral":
-        spec.update(n_experts=r.int("num_local_experts"), n_active_experts=r.int("num_experts_per_tok"),
-                    d_ff_expert=f)
-    return spec
-
-
-def _sliding_window(r: _Reader, n_layers: int) -> dict[str, int]:
-    """sliding_window and n_sliding_layers, as transformers decides which layers slide.
-
-    ``layer_types`` (newer configs) names each layer; without it: Gemma 2 slides the even
-    layers (``Gemma2DecoderLayer.is_sliding = not layer_idx % 2``); Qwen2 slides layers
-    from ``max_window_layers`` on, and only when ``use_sliding_window`` is true (the
-    released Qwen2.5 configs say false); Mistral and Mixtral slide every layer when
-    ``sliding_window`` is set (Mistral 7B v0.1: 4096; v0.2 on and Mixtral: null).
-    """
-    cfg, mt = r.cfg, r.mt
-    if cfg.get("sliding_window") is None:
-        return {}
-    if mt == "qwen2" and not r.bool("use_sliding_window", False):
-        return {}
-    window = r.int("sliding_window")
-    types = cfg.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list) or len(types) != n_layers or not all(isinstance(t, str) for t in types):
-            raise InputError(r.field, str(r.path), f"has config.json key 'layer_types' that is not a list of "
-                             f"{n_layers} layer names", f"fix 'layer_types' in {r.path}")
-        n = sum(t == "sliding_attention" for t in types)
-    elif mt == "gemma2":
-        n = (n_layers + 1) // 2
-    elif mt == "qwen2":
-        n = max(n_layers - r.int("max_window_layers", 0, allow_zero=True), 0)
-    elif mt in ("mistral", "mixtral"):
-        n = n_layers
-    else:
-        return {}
-    return {"sliding_window": window, "n_sliding_layers": n} if n else {}
-
-
-def _deepseek(r: _Reader, common: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    d, h = r.int("hidden_size"), r.int("num_attention_heads")
-    L = r.int("num_hidden_layers")
-    freq = r.int("moe_layer_freq", 1)
-    if freq != 1:
-        raise InputError(r.field, freq, "has config.json key 'moe_layer_freq' other than 1, which napkin does not model",
-                         f"every layer after first_k_dense_replace is counted as MoE; file {r.path}")
-    n_dense = r.int("first_k_dense_replace", 0, allow_zero=True)
-    if n_dense > L:
-        raise InputError(r.field, n_dense, f"has first_k_dense_replace above num_hidden_layers ({L})",
-                         f"fix {r.path}")
-    v_head = r.int("v_head_dim")
-    if r.cfg.get("num_nextn_predict_layers"):
-        notes.append(f"num_nextn_predict_layers = {r.cfg['num_nextn_predict_layers']}: the multi-token-"
-                     "prediction module is not counted (DeepSeek's published totals exclude it).")
-    return {
-        **common,
-        "n_layers": L, "d_model": d, "n_heads": h, "n_kv_heads": r.int("num_key_value_heads", h),
-        "head_dim": v_head, "d_ff": r.int("intermediate_size"), "gated_mlp": True,
-        "vocab_size": r.int("vocab_size"), "attention": "mla",
-        "max_context": r.int("max_position_embeddings", 0, allow_zero=True),
-        "q_lora_rank": r.int("q_lora_rank", 0, allow_zero=True), "kv_lora_rank": r.int("kv_lora_rank"),
-        "qk_nope_head_dim": r.int("qk_nope_head_dim"), "qk_rope_head_dim": r.int("qk_rope_head_dim"),
-        "v_head_dim": v_head,
-        "n_experts": r.int("n_routed_experts"), "n_active_experts": r.int("num_experts_per_tok"),
-        "n_shared_experts": r.int("n_shared_experts", 0, allow_zero=True),
-        "d_ff_expert": r.int("moe_intermediate_size"), "n_dense_layers": n_dense,
-    }

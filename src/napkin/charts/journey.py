@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from napkin import units
-
-from napkin.charts import SCHEMA  # noqa: E402
+from napkin.charts import SCHEMA
 
 LADDER = [
     ("mac_flops", "one multiply-accumulate"),

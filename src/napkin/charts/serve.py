@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from napkin.charts import SCHEMA
 from napkin.charts import write_chart  # noqa: F401  (re-exported for the serve CLI)
+from napkin.formulas import roofline as roof
 from napkin.units import GIGA, TERA
-
-from napkin.charts import SCHEMA  # noqa: E402
 
 
 def _d(report: Any) -> dict:
@@ -28,17 +28,20 @@ def roofline_chart(report: Any) -> dict:
     d = _d(report)
     peak = float(d["dense_flops_per_s"])
     bw = float(d["memory_bytes_per_s"])
-    ridge = peak / bw
+    ridge = roof.ridge_flops_per_byte(peak, memory_bytes_per_s=bw)
     decode_i = float(d["decode_step_flops"]) / float(d["decode_step_bytes"])
     prefill_i = float(d["prefill_flops"]) / float(d["weights_bytes"])
     lo = min(ridge / 1000, decode_i / 4)
     hi = max(ridge * 30, prefill_i * 4)
-    roof = [{"intensity": x, "tflops": min(peak, x * bw) / TERA} for x in (lo, ridge, hi)]
+
+    def tflops(intensity: float) -> float:
+        return roof.attainable_flops_per_s(intensity, dense_flops_per_s=peak, memory_bytes_per_s=bw) / TERA
+
+    line = [{"intensity": x, "tflops": tflops(x)} for x in (lo, ridge, hi)]
     points = [
-        {"intensity": decode_i, "tflops": min(peak, decode_i * bw) / TERA,
+        {"intensity": decode_i, "tflops": tflops(decode_i),
          "label": f"decode, batch {d.get('batch')}: {_num(decode_i)} FLOP/B ({d.get('bound')})"},
-        {"intensity": prefill_i, "tflops": min(peak, prefill_i * bw) / TERA,
-         "label": f"prefill: {_num(prefill_i)} FLOP/B"},
+        {"intensity": prefill_i, "tflops": tflops(prefill_i), "label": f"prefill: {_num(prefill_i)} FLOP/B"},
     ]
     x = {"field": "intensity", "type": "quantitative", "scale": {"type": "log"},
          "title": "arithmetic intensity (FLOP per byte of weights and KV)"}
@@ -47,7 +50,7 @@ def roofline_chart(report: Any) -> dict:
         "$schema": SCHEMA, "title": f"Decode on the roofline: {d.get('model')} on {d.get('gpu')}",
         "width": 520, "height": 300,
         "layer": [
-            {"data": {"values": roof}, "mark": {"type": "line", "color": "#4c78a8", "strokeWidth": 2},
+            {"data": {"values": line}, "mark": {"type": "line", "color": "#4c78a8", "strokeWidth": 2},
              "encoding": {"x": x, "y": y}},
             {"data": {"values": [{"intensity": ridge, "tflops": peak / TERA, "label": f"ridge {ridge:,.0f} FLOP/B"}]},
              "layer": [{"mark": {"type": "rule", "strokeDash": [4, 3], "color": "#888"},

@@ -68,9 +68,9 @@ def _after_journey(report: Any, req: Any, params: dict) -> Any:
     if params.get("as_json"):
         return None
     _print(render_doc.journey_text, render_doc.print_journey_rich, d)
-    if params.get("explain"):
+    if params.get("explain") or params.get("cite"):
         click.echo("")
-        click.echo(report.explain())
+        click.echo(report.explain(cite=True) if params.get("cite") else report.explain())
     return False
 
 
@@ -106,9 +106,9 @@ def _after_card(report: Any, req: Any, params: dict) -> Any:
     if params.get("as_json"):
         return None
     _print(render_doc.card_text, render_doc.print_card_rich, d)
-    if params.get("explain"):
+    if params.get("explain") or params.get("cite"):
         click.echo("")
-        click.echo(report.explain())
+        click.echo(report.explain(cite=True) if params.get("cite") else report.explain())
     return False
 
 
@@ -150,7 +150,7 @@ def _num(x: float | None) -> str:
 
 
 def _after_tokens(report: Any, req: Any, params: dict) -> Any:
-    if "files" not in report.results or params.get("as_json") or params.get("explain"):
+    if "files" not in report.results or params.get("as_json") or params.get("explain") or params.get("cite"):
         return None
     d = {**report.to_dict(), "title": report.title}
     if sys.stdout.isatty():

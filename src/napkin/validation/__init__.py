@@ -1,0 +1,1 @@
+"""Measured points for `napkin validate`, each with its source and date."""
