@@ -53,6 +53,7 @@ CALCULATORS: dict[str, str] = {
     "serve": "napkin.calculators.serve:SERVE",
     "bill": "napkin.calculators.bill:BILL",
     "plan-serve": "napkin.plan.serve:PLAN_SERVE",
+    "plan-train": "napkin.plan.train:PLAN_TRAIN",
     "ledger": "napkin.ledger.calculator:LEDGER",
     "journey": "napkin.calculators.journey:JOURNEY",
     "card": "napkin.calculators.card:CARD",

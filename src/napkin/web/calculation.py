@@ -13,7 +13,8 @@ from napkin.errors import InputError
 from napkin.web.uploads import uploads_as_paths
 
 # calculator name -> the words after `napkin` on the command line, where they differ
-COMMAND_WORDS: dict[str, list[str]] = {"plan-serve": ["plan", "serve"], "ledger": ["ledger", "report"]}
+COMMAND_WORDS: dict[str, list[str]] = {"plan-serve": ["plan", "serve"], "plan-train": ["plan", "train"],
+                                       "ledger": ["ledger", "report"]}
 
 # Attached to calculators that have no charts of their own (their modules belong to others).
 FALLBACK_CHARTS: dict[str, str] = {
