@@ -179,6 +179,12 @@ def load(path: str | Path) -> Calibration:
         raise InputError("calibration", str(path), "is a directory", "give the path of a .toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError("calibration", str(path), f"is not valid TOML ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputError("calibration", str(path), "is not UTF-8 text, so not a TOML file",
+                         "write the file with `napkin measure --save`") from None
+    except RecursionError:
+        raise InputError("calibration", str(path), "is nested too deeply to be a calibration",
+                         "write the file with `napkin measure --save`") from None
     data.pop("source_path", None)
     for name in ("device", "date", "memory_bytes_per_s"):
         if name not in data:
