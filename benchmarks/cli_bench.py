@@ -1,8 +1,10 @@
-"""Time the CLI: a `napkin memory` call against `python -c pass`, as a ratio.
+"""Time the CLI: single calculations against `python -c pass`, as ratios.
 
 Run: .venv/bin/python benchmarks/cli_bench.py [--repeat 20]
-Prints the median wall time of each and their ratio; a single calculation should
-answer in well under 100 ms, so heavy imports must stay lazy.
+Prints the median wall time of each and its ratio to a bare Python start; a single
+calculation should answer in well under 100 ms above it, so heavy imports must stay lazy.
+The cases cover one module (`memory`), a package with composition through the registry
+(`train`, `compare` running train per part) and a sweep (`train --vary`, one plan per row).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def main() -> None:
     cases = {
         "napkin memory": [str(BIN / "napkin"), "memory", "--model", "llama-3.1-70b", "--context", "8k",
                           "--sequences", "32", "--gpu", "h100", "--gpus", "4"],
+        "napkin train": [str(BIN / "napkin"), "train", "--params", "7B", "--tokens", "2T", "--gpu", "h100",
+                         "--gpus", "1024"],
+        "napkin compare": [str(BIN / "napkin"), "compare", "--gpu", "h100,b200,mi300x", "--params", "7B",
+                           "--tokens", "2T"],
+        "napkin train --vary": [str(BIN / "napkin"), "train", "--params", "7B", "--tokens", "2T", "--price", "2.5",
+                                "--vary", "mfu=0.3,0.35,0.4,0.45,0.5", "--vary", "gpus=512,1024,2048,4096"],
         "napkin --version": [str(BIN / "napkin"), "--version"],
     }
     print(f"python -c pass        {base * 1e3:7.1f} ms")

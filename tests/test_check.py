@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from napkin import calculate, catalog
-from napkin.calculators.check import MFU_PLAUSIBLE_MAX, OMITTED, low_price, reference_price
+from napkin.calculators.check import MFU_PLAUSIBLE_MAX, OMITTED
 from napkin.errors import InputError, UnknownName
 from napkin.units import HOUR
 from tests.conftest import approx, worked
@@ -19,10 +19,10 @@ C_70B_2T = 6 * 70e9 * 2e12
 def own_price_readings(precision: str = "bf16") -> dict[str, tuple[float, float, float]]:
     """gpu key -> (list price, lowest documented price, dense peak), each part with its own price and peak."""
     out = {}
-    for key, entry in catalog.table("prices")["gpu_hour"].items():
+    for key, entry in catalog.gpu_hour_prices().items():
         g = catalog.gpu(key)
         if g.supports(precision):
-            out[g.key] = (float(entry["usd_per_gpu_hour"]), low_price(entry), g.peak(precision))
+            out[g.key] = (entry.usd_per_gpu_hour, entry.low, g.peak(precision))
     return out
 
 
@@ -54,7 +54,7 @@ def test_claim_70b_2t_500k_reads_each_part_at_its_own_price(ex):
     documented price and its own peak: never one part's price with another part's peak."""
     r = calculate("check", params="70B", tokens="2T", claimed_usd="500k")
     c = ex.expected["train_flops"]
-    h100_list = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
+    h100_list = catalog.gpu_hour_price("h100-sxm").usd_per_gpu_hour
     assert r["implied_gpu_hours"] == pytest.approx(500e3 / h100_list)
     assert r["implied_mfu"] == pytest.approx(c * h100_list / (500e3 * HOUR * H100_BF16), rel=1e-12)
     assert r["implied_mfu"] > 1  # at the H100's own $2.95/h the claim would need more than peak
@@ -80,7 +80,7 @@ def test_chosen_gpu_is_read_at_its_own_price_not_the_cheapest_in_the_catalog():
     2.25 PFLOP/s peak (MFU 0.67, 'implausible'). At the B200's own $5.25/h it needs MFU 2.72; even the most
     favourable part at its own lowest price needs more than its peak."""
     r = calculate("check", params="70B", tokens="2T", claimed_usd="200k", gpu="b200")
-    b200_list = float(reference_price("b200")["usd_per_gpu_hour"])
+    b200_list = catalog.gpu_hour_price("b200").usd_per_gpu_hour
     assert r["implied_mfu"] == pytest.approx(C_70B_2T * b200_list / (200e3 * HOUR * 2.25e15), rel=1e-12)
     assert r["implied_mfu"] == pytest.approx(2.72, abs=0.01)
     key, mfu = best_reading(200e3)
@@ -195,7 +195,7 @@ def test_cost_and_gpus_times_days_are_both_judged():
     own; but the claimed $2M is 0.94 of what those hours cost at the H100's own $2.95/h ($2.124M): it pays for
     the run and leaves nothing over, so the worse verdict wins and both reasons are given."""
     r = calculate("check", params="70B", tokens="2T", gpus=1000, days=30, claimed_usd="2M")
-    h100_list = float(reference_price("h100-sxm")["usd_per_gpu_hour"])
+    h100_list = catalog.gpu_hour_price("h100-sxm").usd_per_gpu_hour
     assert r["implied_usd"] == pytest.approx(720_000 * h100_list)
     assert r["claimed_over_implied_usd"] == pytest.approx(2e6 / (720_000 * h100_list))
     assert r["verdict"] == "plausible only as one final run's compute"

@@ -493,10 +493,9 @@ def test_gpus_past_the_throughput_peak_are_warned():
 # ------------------------------------------------------------- a plan's frozen defaults (review)
 def _plan(**kw):
     """What `napkin train --save` writes for these inputs, read back as `--config` does."""
-    from napkin.cli.train import plan_values
+    from napkin.calculators.train import TrainRequest, plan_values, run_train
     from napkin.request import parse_request
 
-    from napkin.calculators.train import TrainRequest, run_train
     req = parse_request(TrainRequest, kw)
     first = run_train(req)
     values, _ = plan_values(req, first)

@@ -36,6 +36,7 @@ __all__ = [
     "mfu",
     "optimal",
     "plan_serve",
+    "plan_train",
     "roofline",
     "serve",
     "tokens",
@@ -99,6 +100,7 @@ optimal = _wrap("optimal", "Compute-optimal parameters and tokens for a budget."
 serve = _wrap("serve", "Memory fit, prefill, decode and $/M tokens for serving a model.")
 bill = _wrap("bill", "An API bill from the dated price catalog.")
 plan_serve = _wrap("plan-serve", "Search serving configurations under latency SLOs.")
+plan_train = _wrap("plan-train", "Search training parallelism: memory per GPU, step time, MFU, ranked.")
 ledger_report = _wrap("ledger", "Realised cost of a run from its own logs.")
 journey = _wrap("journey", "One prompt through a model, rung by rung.")
 card = _wrap("card", "The numbers every engineer should know, computed.")

@@ -42,7 +42,7 @@ import msgspec
 
 from napkin.errors import InputError
 
-__all__ = ["Calibration", "load", "save", "dumps"]
+__all__ = ["Calibration", "check_writable", "dumps", "load", "save", "save_merged"]
 
 
 class Calibration(msgspec.Struct, kw_only=True):
@@ -179,6 +179,12 @@ def load(path: str | Path) -> Calibration:
         raise InputError("calibration", str(path), "is a directory", "give the path of a .toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError("calibration", str(path), f"is not valid TOML ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputError("calibration", str(path), "is not UTF-8 text, so not a TOML file",
+                         "write the file with `napkin measure --save`") from None
+    except RecursionError:
+        raise InputError("calibration", str(path), "is nested too deeply to be a calibration",
+                         "write the file with `napkin measure --save`") from None
     data.pop("source_path", None)
     for name in ("device", "date", "memory_bytes_per_s"):
         if name not in data:
@@ -262,6 +268,38 @@ def save(cal: Calibration, path: str | Path) -> None:
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise InputError("save", str(path), f"cannot be written ({exc.strerror})",
                          "give a path in a folder you can write") from None
+
+
+def save_merged(cal: Calibration, path: str | Path) -> Calibration:
+    """Write ``cal`` to ``path``, keeping the all-reduce figures a calibration already there holds for the same device.
+
+    `napkin measure` times one device; `torchrun -m napkin.measure --collectives` adds the
+    all-reduce of a group to the same file. Measuring the device again must not drop them.
+    A file that is not a calibration is replaced. Returns what was written.
+    """
+    p = Path(path)
+    if p.exists():
+        try:
+            old = load(p)
+        except InputError:
+            old = None
+        if old is not None and old.device == cal.device and old.allreduce_bus_bytes_per_s:
+            cal.allreduce_bus_bytes_per_s = dict(old.allreduce_bus_bytes_per_s)
+            cal.allreduce_ranks = old.allreduce_ranks
+            cal.allreduce_backend = old.allreduce_backend
+    save(cal, p)
+    return cal
+
+
+def check_writable(path: str | Path) -> None:
+    """InputError unless ``path`` is in a folder that exists and can be written (checked before measuring)."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError("save", str(path), "is in a folder that does not exist", f"create {folder} first")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError("save", str(path), "cannot be written", "give a path you can write")
 
 
 def _str(s: Any) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import typing
 from typing import Annotated, Any
 
@@ -176,6 +177,10 @@ def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None
 
 
 def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
+    if (kind in units.KINDS or kind == "int") and isinstance(raw, int) and not isinstance(raw, bool) \
+            and abs(raw) > sys.float_info.max:  # a JSON or TOML integer of 310 digits: float() would overflow
+        raise InputError(name, f"an integer of {len(str(abs(raw)))} digits", "is beyond the range of a number",
+                         "give a value of at most 1.8e308")
     if kind == "bool":
         if isinstance(raw, bool):
             return raw

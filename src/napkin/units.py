@@ -452,6 +452,8 @@ def fmt_auto(value: object, kind: str | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
+        if not math.isfinite(value):  # as format() writes it ("nan", "inf"); _sci has no exponent to split
+            return str(value)
         return _sig(value, 4) if 1e-4 <= abs(value) < 1e9 or value == 0 else _sci(value, 4)
     if value is None:  # a figure that does not exist here (a note says why): not Python's "None"
         return "none"

@@ -10,7 +10,6 @@ import json
 import pytest
 
 from napkin import catalog
-from napkin.calculators.train import reference_price
 
 
 def _json(run_cli, *args):
@@ -26,9 +25,9 @@ def test_a_frozen_reference_price_follows_the_gpu_given_on_the_line(run_cli, tmp
     run_cli("train", "--params", "405B", "--tokens", "15.6T", "--gpus", "16384", "--save", plan)
     assert 'assumed = ["goodput", "gpu", "mfu", "price", "pue"]' in plan.read_text()
     same = _json(run_cli, "train", "--config", plan)
-    assert _price(same) == (reference_price(catalog.gpu("h100-sxm"))["usd_per_gpu_hour"], "reference")
+    assert _price(same) == (catalog.gpu_hour_price("h100-sxm").usd_per_gpu_hour, "reference")
     b200 = _json(run_cli, "train", "--config", plan, "--gpu", "b200")
-    assert _price(b200) == (reference_price(catalog.gpu("b200"))["usd_per_gpu_hour"], "reference")
+    assert _price(b200) == (catalog.gpu_hour_price("b200").usd_per_gpu_hour, "reference")
     assert "list-price" in [w["code"] for w in b200["warnings"]]
     fresh = _json(run_cli, "train", "--params", "405B", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "b200")
     assert b200["loaded_usd"] == pytest.approx(fresh["loaded_usd"], rel=1e-12)

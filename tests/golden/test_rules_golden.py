@@ -82,12 +82,19 @@ def test_train_flops():
 
 
 def test_train_time():
+    """t = C / (gpus · peak · MFU): `napkin train` at goodput 1 (the rule counts no lost time)."""
     ex, = worked("train-time-70b-16k-h100")
     i = ex.inputs
-    s = flops.train_seconds(i["train_flops"], n_gpus=i["gpus"], dense_flops_per_s=i["dense_peak_flops_per_s"],
-                            mfu=i["mfu"])
-    assert s == approx(ex.expected["seconds"], ex.rel_tol)
-    assert s / 86400 == approx(ex.expected["days"], ex.rel_tol)
+    r = napkin.train(params="70B", tokens="15T", gpus=i["gpus"], peak=i["dense_peak_flops_per_s"], mfu=i["mfu"],
+                     goodput=1, price=2.5)
+    assert r["train_flops"] == approx(i["train_flops"], 1e-12)
+    assert r["wall_s"] == approx(ex.expected["seconds"], ex.rel_tol)
+    assert r["wall_s"] / 86400 == approx(ex.expected["days"], ex.rel_tol)
+    # the trap: the 1,979 TFLOP/s sparse figure halves the answer, and napkin says so
+    sparse = napkin.train(params="70B", tokens="15T", gpus=i["gpus"], peak=2 * i["dense_peak_flops_per_s"],
+                          mfu=i["mfu"], goodput=1, price=2.5)
+    assert sparse["wall_s"] == approx(ex.expected["seconds"] / 2, ex.rel_tol)
+    assert "sparse-peak" in [w.code for w in sparse.warnings]
 
 
 def test_mfu():

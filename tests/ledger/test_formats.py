@@ -73,7 +73,7 @@ def test_jsonl_fast_and_line_by_line_paths_agree(monkeypatch):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from napkin.ledger.readers import ReadOptions, table
+    from napkin.ledger.readers import ReadOptions, Source, jsonl
 
     value = st.one_of(st.integers(0, 10**6), st.floats(0, 2e9), st.none(), st.booleans(), st.sampled_from(["x", ""]))
     row = st.fixed_dictionaries(
@@ -84,9 +84,9 @@ def test_jsonl_fast_and_line_by_line_paths_agree(monkeypatch):
 
     def frames(data: bytes, fast: bool):
         if not fast:
-            monkeypatch.setattr(table, "_read_clean_jsonl", lambda d: None)
+            monkeypatch.setattr(jsonl, "_read_clean_jsonl", lambda d, line0: None)
         try:
-            r = table.read_jsonl(data, ReadOptions(), "log")
+            r = jsonl.read(Source("log", "log", data), ReadOptions(), "log")
             return r.frame.to_dicts(), dict(r.frame.schema), r.skipped_count, r.skipped
         except InputError as exc:
             return str(exc)
@@ -101,8 +101,8 @@ def test_jsonl_fast_and_line_by_line_paths_agree(monkeypatch):
 
     same()
     clean = b'{"step": 1, "t_wall": 1.7e9, "gpus_allocated": 8, "tokens": 10}\n'
-    assert table._read_clean_jsonl(clean * 3) is not None  # the fast path is taken when it can be
-    assert table._read_clean_jsonl(clean + b"\n" + clean) is None  # a blank line: line by line
+    assert jsonl._read_clean_jsonl(clean * 3) is not None  # the fast path is taken when it can be
+    assert jsonl._read_clean_jsonl(clean + b"\n" + clean) is None  # a blank line: line by line
 
 
 def test_parquet_with_datetime_column(tmp_path):
@@ -196,10 +196,9 @@ def _trainer_state(tmp_path, with_clock):
 
 
 def test_hf_trainer_state_needs_a_clock(tmp_path):
+    """Without napkin's clock: --start/--end if given; else the summary's train_runtime (650 s here), spread over
+    the steps run and said; with neither, an error that names both."""
     path = _trainer_state(tmp_path, with_clock=False)
-    with pytest.raises(InputError, match=r"t_wall is not in the hf log \(the Trainer logs no wall clock per step\); "
-                                         r"got .*trainer_state.json \(log with napkin's callback"):
-        _report(path, gpus=8, tokens_per_step="1000")
     r = _report(path, gpus=8, tokens_per_step="1000", start="2024-05-01T00:00:00Z", end="2024-05-01T01:00:00Z")
     assert r["gpu_hours_allocated"] == pytest.approx(8.0)
     # --start is step 0: steps 0 to 30, though the first entry is at step 10 (its 10 steps were paid too)
@@ -207,6 +206,19 @@ def test_hf_trainer_state_needs_a_clock(tmp_path):
     assert "--start is the run at step 0 (give --start-step N for a run resumed at step N): the steps from 0 to " \
            "the first logged step 10 are paid and counted" in r.notes
     assert "time-interpolated" in [w.code for w in r.warnings]
+    assert r["per_day"] == []  # times spread over the run say nothing of days
+    inferred = _report(path, gpus=8, tokens_per_step="1000")
+    assert inferred["gpu_hours_allocated"] == pytest.approx(650 * 8 / 3600)
+    assert inferred["advanced_tokens"] == 30_000
+    assert "t_wall inferred: the summary's train_runtime (650 s, the Trainer's own clock) spread over the steps " \
+           "run" in inferred.notes
+    state = json.loads(path.read_text())
+    state["log_history"] = state["log_history"][:-1]  # no summary: nothing to infer from
+    path.write_text(json.dumps(state))
+    with pytest.raises(InputError, match=r"t_wall is not in the hf log \(the Trainer logs no wall clock per step, "
+                                         r"and no train_runtime\); got .*trainer_state.json \(log with napkin's "
+                                         r"callback"):
+        _report(path, gpus=8, tokens_per_step="1000")
 
 
 def test_hf_trainer_state_with_callback_clock(tmp_path):

@@ -159,8 +159,8 @@ def test_running_ledger_matches_batch(steps):
     for si, ti, gi in zip(s, t, g):
         run.add(si, ti, gi, 4096)
     n = len(s)
-    rec = Records(step=np.array(s), t_wall=np.array(t), gpus=np.array(g, dtype=float),
-                  tokens=np.full(n, 4096.0), line=np.arange(n), source=np.zeros(n, dtype=int), sources=["x"])
+    rec = Records.of(step=np.array(s), t_wall=np.array(t), gpus=np.array(g, dtype=float),
+                     tokens=np.full(n, 4096.0), line=np.arange(n), source=np.zeros(n, dtype=int), sources=["x"])
     led = analyse(rec, usd_per_gpu_hour=2.5)
     assert run.usd == pytest.approx(led.usd, rel=1e-12)
     assert run.usd_per_million == pytest.approx(led.usd_per_million_advanced, rel=1e-12)

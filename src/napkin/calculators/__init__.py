@@ -38,11 +38,11 @@ class Calculator:
 
 # name -> "module:attribute" of a Calculator
 CALCULATORS: dict[str, str] = {
-    "model": "napkin.calculators.basics:MODEL",
-    "memory": "napkin.calculators.basics:MEMORY",
-    "roofline": "napkin.calculators.basics:ROOFLINE",
-    "mfu": "napkin.calculators.basics:MFU",
-    "allreduce": "napkin.calculators.basics:ALLREDUCE",
+    "model": "napkin.calculators.model:MODEL",
+    "memory": "napkin.calculators.memory:MEMORY",
+    "roofline": "napkin.calculators.roofline:ROOFLINE",
+    "mfu": "napkin.calculators.mfu:MFU",
+    "allreduce": "napkin.calculators.allreduce:ALLREDUCE",
     "train": "napkin.calculators.train:TRAIN",
     "compare": "napkin.calculators.compare:COMPARE",
     "check": "napkin.calculators.check:CHECK",
@@ -53,6 +53,7 @@ CALCULATORS: dict[str, str] = {
     "serve": "napkin.calculators.serve:SERVE",
     "bill": "napkin.calculators.bill:BILL",
     "plan-serve": "napkin.plan.serve:PLAN_SERVE",
+    "plan-train": "napkin.plan.train:PLAN_TRAIN",
     "ledger": "napkin.ledger.calculator:LEDGER",
     "journey": "napkin.calculators.journey:JOURNEY",
     "card": "napkin.calculators.card:CARD",

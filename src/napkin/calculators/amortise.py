@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import catalog
+from napkin import calculators, catalog
 from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -42,10 +42,14 @@ class AmortiseRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "catalog model: N (active) and its published tokens")] = None
     params: Annotated[float | None, field("count", "parameters N (active for MoE)", gt=0)] = None
     tokens: Annotated[float | None, field("count", "training tokens D", gt=0)] = None
-    gpu: Annotated[str | None, field("name", "train plan: accelerator (default h100-sxm)")] = None
+    gpu: Annotated[str | None, field("name", "train plan: accelerator (default "
+                                             f"{catalog.default_value('default_gpu')})")] = None
     precision: Annotated[str | None, field("precision", "train plan: training precision")] = None
-    mfu: Annotated[float | None, field("fraction", "train plan: MFU (default 0.40, assumed)")] = None
-    goodput: Annotated[float | None, field("fraction", "train plan: goodput (default 0.90, assumed)")] = None
+    mfu: Annotated[float | None, field("fraction", f"train plan: MFU (default "
+                                                        f"{catalog.default_value('training_mfu'):.2f}, assumed)")] = None
+    goodput: Annotated[float | None, field("fraction", f"train plan: goodput (default "
+                                                            f"{catalog.default_value('training_goodput'):.2f}, "
+                                                            "assumed)")] = None
     price: Annotated[float | None, field("usd_per_hour", "train plan: loaded $/GPU-hour", gt=0)] = None
     overhead: Annotated[dict[str, float], field("number", "train plan: overhead multipliers on the final run",
                                                 ge=0, example="experiments=0.6")] = {}
@@ -65,14 +69,12 @@ def _run_shape(r: Report, req: AmortiseRequest) -> tuple[float | None, float | N
 
 
 def _loaded_from_train(r: Report, req: AmortiseRequest) -> float:
-    """Plan the run with `napkin train` and take its loaded cost, with its working."""
-    from napkin import calculate
-
+    """Plan the run with `napkin train` (through the registry) and take its loaded cost, with its working."""
     raw: dict[str, Any] = {k: getattr(req, k) for k in TRAIN_FIELDS}
     raw = {k: v for k, v in raw.items() if v not in (None, {}, [])}
     if "goodput" in raw:
         raw["goodput"] = str(raw["goodput"])
-    t = calculate("train", raw)
+    t = calculators.get("train")(raw)
     r.merge(t, prefix="train.")
     marginal = r.set("marginal_training_usd", t["marginal_usd"], "usd")
     loaded = r.step("training_usd", "napkin train: marginal · (1 + Σ overheads) + fixed", value=t["loaded_usd"],
@@ -140,7 +142,7 @@ def run_amortise(req: AmortiseRequest) -> Report:
             per_m.append(r.step(f"amortised_usd_per_million@{fmt(s, 'count')}", "training_usd / served · 1e6",
                                 value=econ.amortised_usd_per_million(loaded, served_tokens=s),
                                 unit="usd_per_million", result=False, training_usd=(loaded, "usd"),
-                                served=(s, "count")))
+                                served=(s, "count"), cites=econ.amortised_usd_per_million))
         r.set("amortised_usd_per_million", per_m, "usd_per_million")
         if req.serving_usd_per_million is not None:
             r.set("serving_usd_per_million", req.serving_usd_per_million, "usd_per_million")
@@ -148,27 +150,32 @@ def run_amortise(req: AmortiseRequest) -> Report:
 
     # ---- the crossover: served tokens whose compute equals the training run's
     if d is not None:
-        if n is not None:
-            r.set("params", n, "count")
-        r.set("tokens", d, "count")
-        if n is not None:
-            r.step("train_flops", "6 · N · D", value=fl.train_flops(n, n_tokens=d), unit="flops",
-                   N=(n, "count"), D=(d, "count"))
-        x = r.step("crossover_tokens", "6·N·D / (2·N) = 3 · D", value=sc.crossover_tokens(d), unit="count",
-                   D=(d, "count"))
-        if req.per_day:
-            r.set("per_day", list(req.per_day), "count")
-            r.set("served_per_year_tokens", [p * DAYS_PER_YEAR for p in req.per_day], "count")
-            years = [r.step(f"crossover_years@{fmt(p, 'count')}/day", "crossover_tokens / (per_day · 365)",
-                            value=x / (p * DAYS_PER_YEAR), unit="number", result=False, per_day=(p, "count"))
-                     for p in req.per_day]
-            r.set("crossover_years", years, "number")
-        r.note("serving compute counts 2·N per generated token; attention over the cache adds to it at long "
-               "context, so the crossover comes sooner")
+        _crossover(r, req, n, d)
     elif loaded is None:
         raise InputError("tokens", "nothing", "is required: nothing to amortise or compare",
                          "give --training-usd with --served, or --params/--tokens (or --model) with --per-day")
     return r
+
+
+def _crossover(r: Report, req: AmortiseRequest, n: float | None, d: float) -> None:
+    """The served tokens whose compute equals the training run's (3·D), and the years to them at --per-day."""
+    if n is not None:
+        r.set("params", n, "count")
+    r.set("tokens", d, "count")
+    if n is not None:
+        r.step("train_flops", "6 · N · D", value=fl.train_flops(n, n_tokens=d), unit="flops",
+               N=(n, "count"), D=(d, "count"), cites=fl.train_flops)
+    x = r.step("crossover_tokens", "6·N·D / (2·N) = 3 · D", value=sc.crossover_tokens(d), unit="count",
+               D=(d, "count"), cites=sc.crossover_tokens)
+    if req.per_day:
+        r.set("per_day", list(req.per_day), "count")
+        r.set("served_per_year_tokens", [p * DAYS_PER_YEAR for p in req.per_day], "count")
+        years = [r.step(f"crossover_years@{fmt(p, 'count')}/day", "crossover_tokens / (per_day · 365)",
+                        value=x / (p * DAYS_PER_YEAR), unit="number", result=False, per_day=(p, "count"))
+                 for p in req.per_day]
+        r.set("crossover_years", years, "number")
+    r.note("serving compute counts 2·N per generated token; attention over the cache adds to it at long "
+           "context, so the crossover comes sooner")
 
 
 def amortise_charts(report: Any) -> dict[str, dict]:

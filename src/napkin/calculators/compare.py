@@ -16,10 +16,9 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import catalog
+from napkin import calculators, catalog
 from napkin.calculators import Calculator
-from napkin.calculators.train import DEFAULT_MFU, TrainRequest, run_train
-from napkin.derivation import Report
+from napkin.derivation import Assumption, Report
 from napkin.errors import InputError, UnknownName
 from napkin.formulas import flops, training as T
 from napkin.request import field
@@ -34,7 +33,8 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
     params: Annotated[float | None, field("count", "parameters N", gt=0)] = None
     tokens: Annotated[float | None, field("count", "advanced tokens D of the run", gt=0)] = None
     precision: Annotated[str, field("precision", "training precision")] = "bf16"
-    mfu: Annotated[dict[str, float], field("fraction", "MFU per part (not given: 0.40, a guess)",
+    mfu: Annotated[dict[str, float], field("fraction", f"MFU per part (not given: "
+                                                      f"{catalog.default_value('training_mfu'):.2f}, a guess)",
                                            example="h100-sxm=0.40,b200=0.35")] = {}
     price: Annotated[dict[str, float], field("usd_per_hour", "loaded $/GPU-hour per part (not given: the "
                                                              "catalog's dated reference price)", gt=0,
@@ -42,8 +42,8 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
     peak: Annotated[dict[str, float], field("flops_per_s", "dense peak per part by hand (a part not in the "
                                                            "catalog needs one)", gt=0,
                                             example="next-gen=2.2P")] = {}
-    goodput: Annotated[float | None, field("fraction", "goodput, the same on every part (default 0.90, "
-                                                       "assumed)")] = None
+    goodput: Annotated[float | None, field("fraction", f"goodput, the same on every part (default "
+                                                       f"{catalog.default_value('training_goodput'):.2f}, assumed)")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
@@ -133,6 +133,7 @@ def run_compare(req: CompareRequest) -> Report:
     peaks = _by_part(req.peak, "peak", parts, hand)
 
     r = CompareReport("Compare", command="compare")
+    train = calculators.get("train")  # each part runs through `napkin train`
     rows: list[dict] = []
     for key in parts:
         in_catalog = key not in hand or _in_catalog(key)
@@ -145,56 +146,29 @@ def run_compare(req: CompareRequest) -> Report:
             "gpu": key if in_catalog else None, "peak": peaks.get(key), "mfu": mfus.get(key),
             "goodput": req.goodput, "price": prices.get(key),
         }
-        from napkin.request import parse_request
-
-        part = run_train(parse_request(TrainRequest, raw))
+        part = train(raw)
         r.merge(_only_part(part, key), prefix=f"{key}: ")
-        guess = key not in mfus
-        rows.append({
-            "gpu": key,
-            "name": catalog.gpu(key).name if in_catalog else f"{key} (by hand)",
-            "dense_flops_per_s": part["dense_flops_per_s"],
-            "mfu": part["mfu"],
-            "mfu_basis": "guess" if guess else "given",
-            "usd_per_gpu_hour": part["price"],
-            "price_basis": part["price_basis"],
-            "tokens_per_gpu_s": part["tokens_per_gpu_s"],
-            "gpu_hours": part["gpu_hours"],
-            "marginal_usd": part["marginal_usd"],
-            "usd_per_million_tokens": part["usd_per_million_tokens"]["marginal"],
-            "delivered_flops_per_usd": T.delivered_flops_per_usd(part["dense_flops_per_s"], mfu=part["mfu"],
-                                                                 usd_per_gpu_hour=part["price"],
-                                                                 goodput=part["goodput"]),
-        })
+        rows.append(_row(part, key, name=catalog.gpu(key).name if in_catalog else f"{key} (by hand)",
+                         guess=key not in mfus))
         if r.results.get("params") is None:
             for k in ("model", "params", "flops_convention", "flops_per_token", "advanced_tokens", "train_flops",
                       "precision", "goodput"):
                 if k in part.results:
                     r.set(k, part[k], part.units.get(k))
 
-    base = rows[0]
-    for row in rows:
-        row["relative_value"] = r.step(
-            f"{row['gpu']}: relative_value", "(peak / peak_base) · MFU / (price / price_base)",
-            value=(row["dense_flops_per_s"] / base["dense_flops_per_s"]) * row["mfu"]
-            / (row["usd_per_gpu_hour"] / base["usd_per_gpu_hour"]),
-            unit="number", result=False, peak=(row["dense_flops_per_s"], "flops_per_s"),
-            peak_base=(base["dense_flops_per_s"], "flops_per_s"), MFU=(row["mfu"], "fraction"),
-            price=(row["usd_per_gpu_hour"], "usd_per_hour"), price_base=(base["usd_per_gpu_hour"], "usd_per_hour"))
-        row["per_token_vs_baseline"] = r.step(
-            f"{row['gpu']}: per_token_vs_baseline", "usd_per_M / usd_per_M_base",
-            value=row["usd_per_million_tokens"] / base["usd_per_million_tokens"], unit="number", result=False)
+    _relative(r, rows)
     ranked = sorted(rows, key=lambda x: x["usd_per_million_tokens"])
     for i, row in enumerate(ranked, 1):
         row["rank"] = i
-    r.set("baseline", base["gpu"])
+    r.set("baseline", rows[0]["gpu"])
     r.set("ranking", ranked)
     r.set("cheapest", ranked[0]["gpu"])
     r.set("denominator", "advanced tokens (marginal cost: the final run's compute)")
 
     guessed = [row["gpu"] for row in rows if row["mfu_basis"] == "guess"]
     if guessed:
-        r.warn("mfu-guessed", f"no MFU given for {', '.join(guessed)}: {DEFAULT_MFU:.2f} is a guess; a short "
+        r.warn("mfu-guessed", f"no MFU given for {', '.join(guessed)}: "
+                              f"{catalog.default_value('training_mfu'):.2f} is a guess; a short "
                               "measured trial on each candidate should replace it")
     listed = [row["gpu"] for row in rows if row["price_basis"] != "given"]
     if listed and len(listed) < len(rows):
@@ -206,6 +180,42 @@ def run_compare(req: CompareRequest) -> Report:
     r.title = f"Compare: {who} on {fmt(r['advanced_tokens'], 'count')} tokens, {req.precision}, " \
               f"{req.flops_convention} FLOPs per token"
     return r
+
+
+def _row(part: Report, key: str, *, name: str, guess: bool) -> dict:
+    """One part's row of the ranking, from its `napkin train` Report."""
+    return {
+        "gpu": key,
+        "name": name,
+        "dense_flops_per_s": part["dense_flops_per_s"],
+        "mfu": part["mfu"],
+        "mfu_basis": "guess" if guess else "given",
+        "usd_per_gpu_hour": part["price"],
+        "price_basis": part["price_basis"],
+        "tokens_per_gpu_s": part["tokens_per_gpu_s"],
+        "gpu_hours": part["gpu_hours"],
+        "marginal_usd": part["marginal_usd"],
+        "usd_per_million_tokens": part["usd_per_million_tokens"]["marginal"],
+        "delivered_flops_per_usd": T.delivered_flops_per_usd(part["dense_flops_per_s"], mfu=part["mfu"],
+                                                             usd_per_gpu_hour=part["price"], goodput=part["goodput"]),
+    }
+
+
+def _relative(r: Report, rows: list[dict]) -> None:
+    """Each part against the first (the baseline): its relative value, and its cost per token."""
+    base = rows[0]
+    for row in rows:
+        row["relative_value"] = r.step(
+            f"{row['gpu']}: relative_value", "(peak / peak_base) · MFU / (price / price_base)",
+            value=T.relative_value(row["dense_flops_per_s"], mfu=row["mfu"], usd_per_gpu_hour=row["usd_per_gpu_hour"],
+                                   baseline_flops_per_s=base["dense_flops_per_s"],
+                                   baseline_usd_per_gpu_hour=base["usd_per_gpu_hour"]),
+            unit="number", result=False, cites=T.relative_value, peak=(row["dense_flops_per_s"], "flops_per_s"),
+            peak_base=(base["dense_flops_per_s"], "flops_per_s"), MFU=(row["mfu"], "fraction"),
+            price=(row["usd_per_gpu_hour"], "usd_per_hour"), price_base=(base["usd_per_gpu_hour"], "usd_per_hour"))
+        row["per_token_vs_baseline"] = r.step(
+            f"{row['gpu']}: per_token_vs_baseline", "usd_per_M / usd_per_M_base",
+            value=row["usd_per_million_tokens"] / base["usd_per_million_tokens"], unit="number", result=False)
 
 
 def _in_catalog(key: str) -> bool:
@@ -221,12 +231,10 @@ def _only_part(part: Report, key: str) -> Report:
     out = Report(part.title)
     out.steps = [s for s in part.steps if s.name in ("tokens_per_gpu_s", "gpu_hours", "marginal_usd",
                                                     "usd_per_million_tokens.marginal")]
-    from napkin.derivation import Assumption
-
     out.assumptions = [Assumption(f"{key}: {a.name}" if a.name in ("mfu", "price", "dense_flops_per_s")
                                   else a.name, a.value,
                                   ("a guess" + a.note[len("not measured"):] if a.name == "mfu"
-                                   and a.basis == "assumed" else a.note), a.unit, a.basis)
+                                   and a.basis == "assumed" else a.note), a.unit, a.basis, a.source, a.replaced_by)
                        for a in part.assumptions if a.name not in ("pue",)]
     out.warnings = list(part.warnings)
     return out

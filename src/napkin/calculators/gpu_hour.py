@@ -14,6 +14,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators.resolve import given_or_default
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import economics as econ
@@ -22,14 +23,13 @@ from napkin.units import format as fmt
 
 S = msgspec.Struct
 
-DEFAULT_YEARS = 4.0
-DEFAULT_PUE = 1.3
-DEFAULT_USD_PER_KWH = 0.08
+_default = catalog.default_value  # catalog/assumptions.toml
 
 
 class GpuHourRequest(S, kw_only=True, forbid_unknown_fields=True):
     capex: Annotated[float | None, field("usd", "purchase price per GPU, its share of the server included", gt=0)] = None
-    years: Annotated[float | None, field("number", f"depreciation life in years (default {DEFAULT_YEARS:g})",
+    years: Annotated[float | None, field("number", f"depreciation life in years (default "
+                                                            f"{_default('depreciation_years'):g})",
                                          gt=0, unit="y")] = None
     residual: Annotated[float | None, field("fraction", "resale value at the end of the life, as a fraction of "
                                             "capex (default 0)", ge=0, lt=1)] = None
@@ -37,8 +37,9 @@ class GpuHourRequest(S, kw_only=True, forbid_unknown_fields=True):
     watts: Annotated[float | None, field("watts", "power per GPU (instead of the catalog TDP), host share included",
                                          gt=0)] = None
     pue: Annotated[float | None, field("number", f"power usage effectiveness of the facility, >= 1 "
-                                       f"(default {DEFAULT_PUE:g})", ge=1)] = None
-    usd_per_kwh: Annotated[float | None, field("usd_per_kwh", f"electricity price (default {DEFAULT_USD_PER_KWH:g})",
+                                       f"(default {_default('pue'):g})", ge=1)] = None
+    usd_per_kwh: Annotated[float | None, field("usd_per_kwh", f"electricity price (default "
+                                                                      f"{_default('usd_per_kwh'):g})",
                                                ge=0)] = None
     per_gpu_year: Annotated[dict[str, float], field("usd", "yearly costs per GPU as NAME=USD (facility, network, "
                                                     "support, storage)", ge=0, example="network=1500")] = {}
@@ -67,7 +68,8 @@ def run_gpu_hour(req: GpuHourRequest) -> Report:
             cheaper = "owning" if ratio < 1 else "renting"
             r.set("cheaper", cheaper)
             be = r.step("breakeven_utilization", "utilisation · usd_per_gpu_hour / vs  (owned = rental)",
-                        value=util * ratio, unit="fraction", utilisation=util)
+                        value=econ.breakeven_utilization(util, owned_usd_per_hour=owned, rental_usd_per_hour=req.vs),
+                        unit="fraction", utilisation=util, cites=econ.breakeven_utilization)
             if be > 1:
                 r.note(f"owning costs more than renting at {fmt(req.vs, 'usd_per_hour')} even fully used")
             else:
@@ -93,24 +95,22 @@ def _owned(r: Report, req: GpuHourRequest) -> tuple[float, float]:
     else:
         raise InputError("watts", "nothing", "is required for power", "give --gpu NAME (its TDP) or --watts 700W")
 
-    def given_or(name: str, value: float | None, default: float, unit: str, note: str) -> float:
-        if value is None:
-            return r.assume(name, default, note, unit=unit, basis="assumed")
-        return r.assume(name, value, "given", unit=unit, basis="given")
-
-    years = given_or("years", req.years, DEFAULT_YEARS, "number", "depreciation life; 3–5 years is usual")
-    residual = given_or("residual", req.residual, 0.0, "fraction", "no resale value")
-    pue = given_or("pue", req.pue, DEFAULT_PUE, "number", "facility power over IT power: cooling and distribution")
-    kwh = given_or("usd_per_kwh", req.usd_per_kwh, DEFAULT_USD_PER_KWH, "usd_per_kwh",
-                   "an industrial electricity price")
-    util = given_or("utilization", req.utilization, 1.0, "fraction",
-                    "every hour of the year carries work: the cheapest possible hour")
+    years = given_or_default(r, "years", req.years, "depreciation_years")
+    if req.residual is None:
+        residual = r.assume("residual", 0.0, "no resale value", unit="fraction", basis="assumed")
+    else:
+        residual = r.assume("residual", req.residual, "given", unit="fraction", basis="given")
+    pue = given_or_default(r, "pue", req.pue)
+    kwh = given_or_default(r, "usd_per_kwh", req.usd_per_kwh)
+    util = given_or_default(r, "utilization", req.utilization, "owned_utilization")
     cap = r.step("capital_usd_per_hour", "capex · (1 − residual) / (years · 8,760 h)",
                  value=econ.capital_usd_per_hour(capex, years=years, residual_fraction=residual),
-                 unit="usd_per_hour", result=False, capex=(capex, "usd"), residual=(residual, "fraction"), years=years)
+                 unit="usd_per_hour", result=False, capex=(capex, "usd"), residual=(residual, "fraction"), years=years,
+                 cites=econ.capital_usd_per_hour)
     power = r.step("power_usd_per_hour", "watts · PUE · $/kWh per hour",
                    value=econ.power_usd_per_hour(watts, pue=pue, usd_per_kwh=kwh),
-                   unit="usd_per_hour", result=False, watts=(watts, "watts"), PUE=pue, usd_per_kwh=(kwh, "usd_per_kwh"))
+                   unit="usd_per_hour", result=False, watts=(watts, "watts"), PUE=pue, usd_per_kwh=(kwh, "usd_per_kwh"),
+                   cites=econ.power_usd_per_hour)
     calendar = {"capital": cap, "power": power}
     named: dict[str, str] = {}  # key -> the name it was given as
     for name, usd_year in req.per_gpu_year.items():
@@ -125,13 +125,13 @@ def _owned(r: Report, req: GpuHourRequest) -> tuple[float, float]:
         named[key] = name
         calendar[key] = r.step(f"{key}_usd_per_hour", "usd_per_gpu_year / 8,760 h",
                                value=econ.per_year_usd_per_hour(usd_year), unit="usd_per_hour", result=False,
-                               usd_per_gpu_year=(usd_year, "usd"))
+                               usd_per_gpu_year=(usd_year, "usd"), cites=econ.per_year_usd_per_hour)
     if not req.per_gpu_year:
         r.note("no facility, networking or support costs given: add them with --per-gpu-year NAME=USD")
     total = r.step("usd_per_calendar_hour", " + ".join(calendar), value=sum(calendar.values()), unit="usd_per_hour")
     loaded = r.step("usd_per_gpu_hour", "usd_per_calendar_hour / utilisation",
                     value=econ.loaded_usd_per_gpu_hour(total, utilization=util), unit="usd_per_hour",
-                    utilisation=util)
+                    utilisation=util, cites=econ.loaded_usd_per_gpu_hour)
     r.set("breakdown_usd_per_gpu_hour", {k: v / util for k, v in calendar.items()}, "usd_per_hour")
     if util < 1.0:
         r.step("idle_usd_per_gpu_hour", "usd_per_gpu_hour − usd_per_calendar_hour  (idle hours, paid for too)",
@@ -148,7 +148,7 @@ def _spot(r: Report, req: GpuHourRequest, owned: float | None) -> None:
     r.set("spot_usd_per_gpu_hour", req.spot, "usd_per_hour")
     useful = r.step("spot_useful_usd_per_gpu_hour", "spot / goodput",
                     value=econ.useful_usd_per_hour(req.spot, goodput=req.goodput), unit="usd_per_hour",
-                    spot=(req.spot, "usd_per_hour"), goodput=req.goodput)
+                    spot=(req.spot, "usd_per_hour"), goodput=req.goodput, cites=econ.useful_usd_per_hour)
     r.assume("spot_goodput", req.goodput, "fraction of spot hours that make progress (preemptions, restarts)",
              unit="fraction", basis="given")
     rivals = []
@@ -162,7 +162,8 @@ def _spot(r: Report, req: GpuHourRequest, owned: float | None) -> None:
         r.note(f"spot's useful hour is {abs(1 - ratio):.0%} {'cheaper' if ratio < 1 else 'dearer'} than {what}")
     if req.vs is not None:
         r.step("spot_breakeven_goodput", "spot / vs  (the goodput below which on-demand is cheaper)",
-               value=req.spot / req.vs, unit="fraction", spot=(req.spot, "usd_per_hour"), vs=(req.vs, "usd_per_hour"))
+               value=econ.spot_breakeven_goodput(req.spot, on_demand_usd_per_hour=req.vs), unit="fraction",
+               spot=(req.spot, "usd_per_hour"), vs=(req.vs, "usd_per_hour"), cites=econ.spot_breakeven_goodput)
 
 
 GPU_HOUR = Calculator(

@@ -14,27 +14,29 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators.resolve import assume_default
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import flops as fl
 from napkin.formulas import scaling as sc
+from napkin.formulas import training as T
 from napkin.request import field
 from napkin.units import DAY, YEAR, format as fmt
 
 S = msgspec.Struct
 
-DEFAULT_GPU = "h100-sxm"
-REFERENCE_MFU = 0.40
-DEFAULT_YEARS = 2.0
+_default = catalog.default_value  # catalog/assumptions.toml
 
 
 class OptimalRequest(S, kw_only=True, forbid_unknown_fields=True):
     flops: Annotated[float | None, field("flops", "training compute budget C (e.g. 3.8e25)", gt=0)] = None
     gpus: Annotated[int | None, field("int", "GPUs, to size the budget as GPUs × days × peak × MFU", gt=0)] = None
     days: Annotated[float | None, field("number", "days on those GPUs (with --gpus)", gt=0, unit="d")] = None
-    gpu: Annotated[str | None, field("name", f"accelerator for a GPUs × days budget (default {DEFAULT_GPU})")] = None
+    gpu: Annotated[str | None, field("name", "accelerator for a GPUs × days budget (default "
+                                             f"{_default('default_gpu')})")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
-    mfu: Annotated[float | None, field("fraction", f"MFU for a GPUs × days budget (default {REFERENCE_MFU})")] = None
+    mfu: Annotated[float | None, field("fraction", "MFU for a GPUs × days budget (default "
+                                                  f"{_default('reference_mfu')})")] = None
     goodput: Annotated[float, field("fraction", "fraction of the days making progress")] = 1.0
     ratio: Annotated[float, field("number", "target tokens per parameter (Chinchilla: 20)", gt=0,
                                   unit="tokens/param")] = \
@@ -44,7 +46,8 @@ class OptimalRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "catalog model as the planned run (its active parameters and "
                                        "published tokens)")] = None
     per_day: Annotated[float | None, field("count", "tokens the model will serve per day", gt=0)] = None
-    years: Annotated[float | None, field("number", f"years the model will serve (default {DEFAULT_YEARS:g})",
+    years: Annotated[float | None, field("number", "years the model will serve (default "
+                                                    f"{_default('serving_life_years'):g})",
                                          gt=0, unit="y")] = None
 
 
@@ -78,18 +81,22 @@ def _budget(r: Report, req: OptimalRequest, planned_flops: float | None) -> floa
                    "gives the budget")
         return r.set("train_flops", req.flops, "flops")
     if req.gpus is not None:
-        g = catalog.gpu(req.gpu or DEFAULT_GPU)
+        g = catalog.gpu(req.gpu or _default("default_gpu"))
         if req.gpu is None:
-            r.assume("gpu", g.key, "no --gpu given: the reference accelerator", basis="assumed")
+            assume_default(r, "gpu", "default_gpu")
         peak = g.peak(req.precision)
         r.assume("dense_flops_per_s", peak, f"{g.name} dense {req.precision} peak ({g.source})",
                  unit="flops_per_s", basis="catalog")
-        mfu = req.mfu if req.mfu is not None else REFERENCE_MFU
-        r.assume("mfu", mfu, "given" if req.mfu is not None else "reference MFU of a large dense run",
-                 unit="fraction", basis="given" if req.mfu is not None else "reference")
+        if req.mfu is None:
+            mfu = assume_default(r, "mfu", "reference_mfu", note="reference MFU of a large dense run",
+                                 basis="reference")
+        else:
+            mfu = r.assume("mfu", req.mfu, "given", unit="fraction", basis="given")
         return r.step("train_flops", "GPUs · days · 86,400 s · peak · MFU · goodput",
-                      value=req.gpus * req.days * DAY * peak * mfu * req.goodput, unit="flops",
-                      GPUs=req.gpus, days=req.days, peak=(peak, "flops_per_s"), MFU=mfu, goodput=req.goodput)
+                      value=T.budget_flops(req.gpus * req.days * DAY, dense_flops_per_s=peak, mfu=mfu,
+                                           goodput=req.goodput), unit="flops",
+                      GPUs=req.gpus, days=req.days, peak=(peak, "flops_per_s"), MFU=mfu, goodput=req.goodput,
+                      cites=T.budget_flops)
     if planned_flops is not None:
         r.note("budget: the planned run's own 6·N·D")
         return r.set("train_flops", planned_flops, "flops")
@@ -108,9 +115,9 @@ def run_optimal(req: OptimalRequest) -> Report:
     r.assume("ratio", ratio, "Chinchilla's ~20 tokens per parameter (Hoffmann et al. 2022)" if ratio == 20
              else "given", unit="number", basis="reference" if ratio == 20 else "given")
     n_opt = r.step("optimal_params", "sqrt(C / (6 · r))", value=sc.compute_optimal_params(c, tokens_per_param=ratio),
-                   unit="count", C=(c, "flops"), r=ratio)
-    d_opt = r.step("optimal_tokens", "r · N*", value=sc.compute_optimal_tokens(c, tokens_per_param=ratio),
-                   unit="count", r=ratio, **{"N*": (n_opt, "count")})
+                   unit="count", C=(c, "flops"), r=ratio, cites=sc.compute_optimal_params)
+    r.step("optimal_tokens", "r · N*", value=sc.compute_optimal_tokens(c, tokens_per_param=ratio),
+           unit="count", r=ratio, **{"N*": (n_opt, "count")}, cites=sc.compute_optimal_tokens)
     r.title = f"Compute-optimal split of {fmt(c, 'flops')} at {ratio:g} tokens per parameter"
     if n is None:
         if req.per_day is not None:
@@ -120,13 +127,15 @@ def run_optimal(req: OptimalRequest) -> Report:
     r.set("params", n, "count")
     r.set("tokens", d, "count")
     if req.flops is not None or req.gpus is not None:
-        r.step("planned_train_flops", "6 · N · D", value=planned_flops, unit="flops", N=(n, "count"), D=(d, "count"))
+        r.step("planned_train_flops", "6 · N · D", value=planned_flops, unit="flops", N=(n, "count"), D=(d, "count"),
+               cites=fl.train_flops)
         if abs(planned_flops - c) / c > 0.01:
             r.note(f"the planned run uses {planned_flops / c:.2f}× the budget; the split above is for the budget")
-    tpp = r.step("tokens_per_param", "D / N", value=sc.tokens_per_param(d, n_params=n), unit="number")
+    tpp = r.step("tokens_per_param", "D / N", value=sc.tokens_per_param(d, n_params=n), unit="number",
+                 cites=sc.tokens_per_param)
     r.step("tokens_at_ratio", "r · N  (what the ratio asks for this N)", value=ratio * n, unit="count")
     over = r.step("overtraining_factor", "(D / N) / r", value=sc.overtraining_factor(d, n_params=n,
-                  target_tokens_per_param=ratio), unit="number", r=ratio)
+                  target_tokens_per_param=ratio), unit="number", r=ratio, cites=sc.overtraining_factor)
     if over > 1:
         r.note(f"over-trained {over:.3g}× past {ratio:g}:1: a smaller model, trained longer, that needs "
                f"{n_opt / n:.3g}× less compute per served token than the budget's optimum")
@@ -135,14 +144,13 @@ def run_optimal(req: OptimalRequest) -> Report:
                "as a smaller model on more tokens")
     if req.per_day is None:
         return r
-    years = req.years if req.years is not None else r.assume(
-        "years", DEFAULT_YEARS, "serving life of the model", unit="number", basis="assumed")
+    years = req.years if req.years is not None else assume_default(r, "years", "serving_life_years")
     served = r.step("served_tokens", "per_day · 365 · years", value=req.per_day * years * YEAR / DAY, unit="count",
                     per_day=(req.per_day, "count"), years=years)
     s_plan = r.step("serving_flops", "2 · N · served", value=sc.serving_flops(n, served_tokens=served), unit="flops",
-                    N=(n, "count"))
+                    N=(n, "count"), cites=sc.serving_flops)
     s_opt = r.step("optimal_serving_flops", "2 · N* · served", value=sc.serving_flops(n_opt, served_tokens=served),
-                   unit="flops", **{"N*": (n_opt, "count")})
+                   unit="flops", **{"N*": (n_opt, "count")}, cites=sc.serving_flops)
     life_plan = r.step("lifetime_flops", "planned training + serving", value=planned_flops + s_plan, unit="flops")
     life_opt = r.step("optimal_lifetime_flops", "C + optimal serving", value=c + s_opt, unit="flops")
     r.step("lifetime_saving_flops", "optimal_lifetime − lifetime  (positive: the planned run costs less overall)",

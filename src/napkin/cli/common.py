@@ -111,84 +111,26 @@ def _metavar(info: Any) -> str:
 OPTION_TWIN = "__option"  # click name of the --option twin of a positional field
 
 
-# Inputs that stand for one another: a flag on the line replaces the plan file's alternative
-# (a plan with --gpus run again with --deadline asks for the GPUs, not for both).
-_RATES = ("mtbf_per_gpu", "cluster_mtbf", "interruptions", "period")  # one interruption rate, three spellings
-_TRAIN_PLAN = ("gpu", "precision", "mfu", "goodput", "price", "fixed_usd", "overhead")  # amortise: plans a cost
-ALTERNATIVES = {
-    "model": ("params",), "params": ("model",), "gpus": ("deadline", "flops"), "deadline": ("gpus",),
-    "tokens": ("epochs",), "epochs": ("tokens",),
-    "mtbf_per_gpu": ("cluster_mtbf", "interruptions", "period", "observed_gpus"),
-    "cluster_mtbf": ("mtbf_per_gpu", "interruptions", "period"),
-    "interruptions": ("mtbf_per_gpu", "cluster_mtbf"), "period": ("mtbf_per_gpu", "cluster_mtbf"),
-    "served": ("years", "per_day"), "years": ("served",),
-    "training_usd": _TRAIN_PLAN, **{k: ("training_usd",) for k in _TRAIN_PLAN},
-    "flops": ("gpus", "days"), "days": ("flops",),
-}
-# Defaults a plan froze that were derived from another input: re-derived when that input changes
-# (a plan's reference price for an H100 is not the price of the B200 given on the line).
-DERIVED_DEFAULTS = {"price": ("gpu", "precision")}
-
-
 def collect(request_cls: type, params: dict[str, Any], config: str | None) -> dict[str, Any]:
-    """Raw values: the config file first, then every option given on the line, which wins.
+    """Raw values: the plan file first, then every option given on the line, which wins.
 
-    A flag replaces the plan's value of the same input, and also the plan's alternatives
-    to it (ALTERNATIVES), the defaults it froze that depended on it (DERIVED_DEFAULTS), and,
-    when the line names the parts to compare, the plan's per-part values for parts no longer
-    named.
+    What a flag replaces in the plan (its alternatives, the defaults it froze that depended on it,
+    per-part values of parts no longer named) is :func:`napkin.plan_files.merge`'s to say.
     """
-    from napkin.request import fields
+    from napkin.plan_files import merge
 
-    names = {f.name for f in fields(request_cls)}
-    raw: dict[str, Any] = dict(read_config(config)) if config else {}
-    if raw:
-        _line_wins(request_cls, raw, params)
+    given: dict[str, Any] = {}
     for k, v in params.items():
         if v is None or v == () or v == []:
             continue
         if k.endswith(OPTION_TWIN):
             k = k[: -len(OPTION_TWIN)]
-            given = params.get(k)
-            if given not in (None, (), []):
-                raise InputError(k, v, f"is given twice (as an argument {given!r} and as --{k.replace('_', '-')})",
+            twin = params.get(k)
+            if twin not in (None, (), []):
+                raise InputError(k, v, f"is given twice (as an argument {twin!r} and as --{k.replace('_', '-')})",
                                  "give it once")
-        if k not in names:
-            continue
-        raw[k] = list(v) if isinstance(v, tuple) else v
-    return raw
-
-
-def _line_wins(request_cls: type, raw: dict[str, Any], params: dict[str, Any]) -> None:
-    """Drop from a plan's values what the command line's flags replace (see :func:`collect`)."""
-    from napkin.request import fields
-
-    line = {k.removesuffix(OPTION_TWIN) for k, v in params.items() if v not in (None, (), [])}
-    for k in line:
-        for alt in ALTERNATIVES.get(k, ()):
-            raw.pop(alt, None)
-    frozen = raw.get("assumed")
-    if isinstance(frozen, list):
-        stale = {d for d in frozen if set(DERIVED_DEFAULTS.get(d, ())) & line}
-        for d in stale:
-            raw.pop(d, None)
-        raw["assumed"] = [d for d in frozen if d not in stale and d not in line]  # a flag is given, not a default
-    info = {f.name: f for f in fields(request_cls)}
-    if "gpu" in line and "gpu" in info and info["gpu"].container == "list":
-        from napkin import catalog
-        from napkin.errors import NapkinError
-
-        def key(name: str) -> str:
-            try:
-                return catalog.gpu(name).key
-            except NapkinError:
-                return name
-
-        given = params.get("gpu") or params.get("gpu" + OPTION_TWIN) or ()
-        named = {key(g.strip()) for v in given for g in str(v).split(",") if g.strip()}
-        for name, f in info.items():
-            if f.container == "dict" and isinstance(raw.get(name), dict) and name not in line:
-                raw[name] = {k: v for k, v in raw[name].items() if key(str(k)) in named}
+        given[k] = list(v) if isinstance(v, tuple) else v
+    return merge(request_cls, dict(read_config(config)) if config else {}, given)
 
 
 def calculator_command(calc_name: str, *, name: str | None = None, help: str | None = None,
@@ -198,8 +140,8 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
                        skip: tuple[str, ...] = ()) -> click.Command:
     """A click command for a registered calculator.
 
-    ``prepare(raw, params)`` may complete the raw inputs before they are parsed (train's
-    --vary supplying the cluster size the base run needs). ``after(report, request, params)``
+    ``prepare(raw, params)`` may complete the raw inputs before they are parsed.
+    ``after(report, request, params)``
     may print extra output (a chart, a sweep) and return a replacement report, or None to
     keep the original.
     """

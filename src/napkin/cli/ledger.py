@@ -52,9 +52,10 @@ def ledger() -> None:
 
 
 def _report_callback(**params: Any) -> None:
-    from napkin.ledger.calculator import build_report, read_all
-    from napkin.ledger.records import combine
-    from napkin.ledger.store import Store
+    import sys
+
+    from napkin.ledger.inputs import read_all
+    from napkin.ledger.progress import for_terminal
 
     as_json = params.pop("as_json")
     explain = params.pop("explain")
@@ -64,19 +65,46 @@ def _report_callback(**params: Any) -> None:
     no_store = params.pop("no_store")
     chart = params.pop("chart")
     req = _request(params, config)
-    fresh = read_all(req) if (req.logs or req.content) or not run else []
+    progress = for_terminal(sys.stderr, as_json=as_json)  # a big log shows how far it is, on a terminal only
+    try:
+        fresh = read_all(req, progress) if (req.logs or req.content) or not run else []
+        if progress is not None:
+            progress.stage(f"working out the cost of {sum(r.records for r in fresh):,} records")
+        report, stored_as = _report(req, fresh, params, run, store_path, no_store)
+    finally:
+        if progress is not None:
+            progress.close()  # before anything is printed
+    if as_json or explain:
+        emit(report, as_json=as_json, explain=explain)
+    else:  # the plain text on a terminal too: its day table and ALERT lines are the point
+        click.echo(report.text())
+    if stored_as:  # another run's log has this file name: stored under its folders
+        click.echo(f"note: {stored_as}", err=True)  # where it was kept, not a figure of the run: not in --json
+    if chart:
+        _write_chart(report, chart)
+
+
+def _report(req: Any, fresh: list[Any], params: dict[str, Any], run: str | None, store_path: str | None,
+            no_store: bool) -> tuple[Any, str | None]:
+    """The report over the logs read (and, with --run, the run's stored ones), kept in the store."""
+    from napkin.errors import InputError, quote
+    from napkin.ledger.records import combine
+    from napkin.ledger.report import build_report
+
     reads = list(fresh)
+    if not no_store:
+        from napkin.ledger.store import Store
     store = None if no_store else Store(store_path)
     stored_as = None
     try:
         if run:
             if store is None:
-                fail("--run keeps the run's records in the store: drop --no-store")
+                raise InputError("run", run, "needs the store (it keeps the run's records there)", "drop --no-store")
             if store.run_id(run) is not None:
                 reads = store.load_reads(run, exclude=tuple(r.path for r in fresh)) + fresh
             elif not fresh:
-                fail(f"run {run!r} is not in the store {store.path}; give its logs")
-        report = build_report(req, reads, combine(reads))
+                raise InputError("run", run, f"is not in the store {quote(store.path)}", "give its logs")
+        report = build_report(req, reads, combine(reads, skip_bad_clock=req.skip_bad_clock))
         if store is not None:
             name, stored_as = (run, None) if run else store.name_for(req.logs[0])
             if fresh:
@@ -86,11 +114,7 @@ def _report_callback(**params: Any) -> None:
     finally:
         if store is not None:
             store.close()
-    emit(report, as_json=as_json, explain=explain)
-    if store is not None and stored_as:  # another run's log has this file name: stored under its folders
-        click.echo(f"note: {stored_as}", err=True)  # where it was kept, not a figure of the run: not in --json
-    if chart:
-        _write_chart(report, chart)
+    return report, stored_as
 
 
 report = click.Command(

@@ -72,7 +72,9 @@ def measure(device: str, quick: bool, precisions: tuple[str, ...], recompute: bo
     from napkin import measure as M
 
     if save:
-        _check_writable(save)  # before minutes of measuring, not after
+        from napkin.calibration import check_writable
+
+        check_writable(save)  # before minutes of measuring, not after
     opts = M.Options(device=device, quick=quick, precisions=_precisions(precisions), recompute=recompute)
     progress, stop = _progress(as_json)
     try:
@@ -91,38 +93,12 @@ def measure(device: str, quick: bool, precisions: tuple[str, ...], recompute: bo
         fail(f"save could not be written ({failed}); the measurements above were not saved")
 
 
-def _check_writable(path: str) -> None:
-    """A --save path whose folder exists and can be written, checked before measuring."""
-    import os
-
-    from napkin.errors import InputError
-
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise InputError("save", path, "is in a folder that does not exist", f"create {folder} first")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InputError("save", path, "cannot be written", "give a path you can write")
-
-
 def _save(result: Any, path: str, report: Any) -> None:
-    """Write the calibration, keeping collective figures already in the file for the same device."""
-    import os
-
+    """Write the calibration (the library keeps collective figures already in the file) and say so."""
     from napkin import calibration
-    from napkin.errors import InputError
     from napkin.measure import to_calibration
 
-    cal = to_calibration(result)
-    if os.path.exists(path):
-        try:
-            old = calibration.load(path)
-        except InputError:
-            old = None
-        if old is not None and old.device == cal.device and old.allreduce_bus_bytes_per_s:
-            cal.allreduce_bus_bytes_per_s = dict(old.allreduce_bus_bytes_per_s)
-            cal.allreduce_ranks = old.allreduce_ranks
-            cal.allreduce_backend = old.allreduce_backend
-    calibration.save(cal, path)
+    cal = calibration.save_merged(to_calibration(result), path)
     report.set("calibration_path", path)
     report.note(f"calibration written to {path}: use it with `napkin train --calibration {path}` "
                 f"or `napkin serve --calibration {path}`")

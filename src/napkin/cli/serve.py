@@ -158,9 +158,11 @@ class _PlanGroup(click.Group):
     """`napkin plan`: its subcommands are built (and their calculators imported) only when called."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return ["serve"]
+        return ["serve", "train"]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name == "train":
+            return calculator_command("plan-train", name="train", after=_plan_train_after)
         if name != "serve":
             return None
         return calculator_command(
@@ -177,6 +179,25 @@ def _plan_after(report: Any, req: Any, params: dict) -> bool:
                       tables=[("ranking", "cheapest configurations that meet both objectives:", PLAN_COLUMNS),
                               ("pareto_front", "Pareto front, tokens/s per GPU against tokens/s per user "
                                                "(everything that fits, objectives aside):", PARETO_COLUMNS)])
+    return False
+
+
+TRAIN_COLUMNS: list[Column] = [
+    ("gpus", "gpus", "count"), ("tp", "tp", "count"), ("pp", "pp", "count"), ("cp", "cp", "count"),
+    ("ep", "ep", "count"), ("dp", "dp", "count"), ("zero", "zero", "count"), ("recompute", "recompute", None),
+    ("micro_batch", "mb", "count"), ("interleave", "v", "count"), ("sequence_parallel", "sp", None),
+    ("memory", "mem/GPU", "bytes"), ("step_s", "step", "seconds"), ("mfu", "MFU", "fraction"),
+    ("tokens_per_s", "tok/s", "per_s"), ("bound", "bound", None)]
+
+
+def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
+    if params["as_json"]:
+        return None  # the command prints the report itself (with --cite's citations)
+    report.results.pop("best", None)  # the table's first row; --json keeps it
+    for x in report.get("ranked") or []:  # the table's memory column; --json keeps the breakdown
+        x["memory"] = x["memory_bytes_per_gpu"]["total"]
+    print_with_tables(report, as_json=False, explain=params["explain"],
+                      tables=[("ranked", "fastest configurations that fit:", TRAIN_COLUMNS)])
     return False
 
 

@@ -8,7 +8,8 @@ def ring_allreduce_bytes_per_rank(buffer_bytes: float, *, n_ranks: float) -> flo
 
     A reduce-scatter then an all-gather, each moving (n−1)/n of the buffer per rank.
     Trap: it does not get cheaper per rank with more ranks: it tends to 2 · buffer.
-    Source: seed 004 (141 GB across 8 ranks: 247 GB sent per rank); Patarasuk & Yuan 2009.
+    Source: Patarasuk & Yuan 2009, Bandwidth optimal all-reduce algorithms for clusters of
+    workstations (JPDC 69(2)); e.g. 141 GB across 8 ranks: 247 GB sent per rank.
     """
     return 2.0 * (n_ranks - 1.0) / n_ranks * buffer_bytes
 
@@ -19,7 +20,8 @@ def allreduce_seconds(bytes_per_rank: float, *, link_bytes_per_s_per_direction: 
 
     Trap: dividing one-way bytes by a bidirectional rating (NVLink's 900 GB/s) halves
     the answer; use 450 GB/s one way.
-    Source: seed 004 (247 GB / 450 GB/s ≈ 0.55 s); the latency term is the ring's
-    2(n−1) steps (Thakur et al. 2005).
+    Source: Patarasuk & Yuan 2009 (JPDC 69(2)); Thakur, Rabenseifner & Gropp 2005, Optimization of
+    Collective Communication Operations in MPICH (IJHPCA 19(1)), the ring's 2(n − 1) steps; e.g. 247
+    GB / 450 GB/s ≈ 0.55 s.
     """
     return bytes_per_rank / link_bytes_per_s_per_direction + 2.0 * (n_ranks - 1.0) * latency_s

@@ -20,7 +20,8 @@ def capital_usd_per_hour(capex_usd: Any, *, years: Any, residual_fraction: Any =
     Straight-line depreciation over every calendar hour of the GPU's life.
     Trap: spreading capex over the hours the GPU is busy only, or over a life longer
     than the part stays competitive (3–5 years is usual); no cost of capital is included.
-    Source: seed 001, "The fully loaded GPU-hour ... built from capital, power and facility".
+    Source: reasoning: straight-line depreciation of the purchase over every hour of the service
+    life.
     """
     return capex_usd * (1.0 - residual_fraction) / (years * HOURS_PER_YEAR)
 
@@ -31,7 +32,8 @@ def power_usd_per_hour(watts: Any, *, pue: Any, usd_per_kwh: Any) -> Any:
     PUE (power usage effectiveness) scales the GPU's draw to the facility's, cooling included.
     Trap: the GPU's TDP alone; the host (CPUs, NICs, fans) adds roughly as much again per
     GPU in a server, and cooling adds PUE − 1 on top.
-    Source: seed 003 (16,384 H100s ≈ 11.5 MW of GPUs before cooling); the Green Grid's PUE.
+    Source: The Green Grid, White Paper 49, PUE: A Comprehensive Examination of the Metric (2012); 1
+    kWh = 3.6e6 J; TDP from the part's datasheet (H100 SXM: 700 W).
     """
     return watts * HOUR / KWH_J * pue * usd_per_kwh
 
@@ -41,7 +43,7 @@ def per_year_usd_per_hour(usd_per_year: Any) -> Any:
 
     Facility, networking, support, storage: yearly costs per GPU spread over every hour.
     Trap: leaving them out; list prices without them understate the loaded hour.
-    Source: seed 001, failure mode "List price instead of loaded price".
+    Source: reasoning: a yearly cost spread over its 8,760 hours.
     """
     return usd_per_year / HOURS_PER_YEAR
 
@@ -52,7 +54,8 @@ def loaded_usd_per_gpu_hour(usd_per_calendar_hour: Any, *, utilization: Any) -> 
     The fleet is paid for every hour of the year; only the used hours carry work.
     Trap: pricing a used hour at the calendar rate; at 80% utilisation every useful
     hour costs 25% more.
-    Source: seed 001, "Capacity you hold but do not use"; seed 004 (cost at a utilisation).
+    Source: reasoning: the year's hours are paid for whether they carry work or not; e.g. at 80%
+    utilisation a used hour costs 1 / 0.8 = 1.25 calendar hours.
     """
     return usd_per_calendar_hour / utilization
 
@@ -63,9 +66,34 @@ def useful_usd_per_hour(usd_per_hour: Any, *, goodput: Any) -> Any:
     Preemptible capacity is cheaper per hour but loses work to preemptions and restarts;
     the hour that makes progress is what a run buys.
     Trap: comparing a spot list price with an on-demand one directly.
-    Source: seed 001, "If you train on preemptible capacity, the price is lower but goodput falls".
+    Source: reasoning: only the hours that make progress buy training; e.g. $1.20/h at goodput 0.7
+    is $1.71 per useful hour.
     """
     return usd_per_hour / goodput
+
+
+def breakeven_utilization(utilization: Any, *, owned_usd_per_hour: Any, rental_usd_per_hour: Any) -> Any:
+    """u* = u · owned / rental   (the utilisation at which an owned hour costs what a rented one does)
+
+    The owned used hour is the calendar cost over utilisation, so it equals the rental price
+    at u* = calendar cost / rental = u · owned / rental, for an owned price figured at u.
+    Above 1, owning costs more even fully used.
+    Trap: comparing the owned price at 100% utilisation with a rental price: idle hours are
+    paid for too, and a fleet that is 60% busy pays 1.67 calendar hours per used one.
+    Source: reasoning: loaded_usd_per_gpu_hour solved for the utilisation at the rental price.
+    """
+    return utilization * (owned_usd_per_hour / rental_usd_per_hour)
+
+
+def spot_breakeven_goodput(spot_usd_per_hour: Any, *, on_demand_usd_per_hour: Any) -> Any:
+    """goodput* = spot / on-demand   (below it, preemptible hours cost more per useful hour)
+
+    A preemptible hour at goodput g costs spot / g per useful hour; an on-demand hour,
+    taken as fully useful, costs its price. They are equal at g = spot / on-demand.
+    Trap: taking the spot discount at face value when preemptions cut goodput below it.
+    Source: reasoning: useful_usd_per_hour set equal to the on-demand price.
+    """
+    return spot_usd_per_hour / on_demand_usd_per_hour
 
 
 # --------------------------------------------------------------------------- amortisation
@@ -73,7 +101,8 @@ def amortised_usd_per_million(training_usd: Any, *, served_tokens: Any) -> Any:
     """amortised $/M served = loaded training cost / served tokens · 1e6
 
     Trap: amortising the marginal (final-run) cost; the loaded figure is what was spent.
-    Source: seed 001 ($387,679 over 500B served tokens: $0.78/M; over 50T: under a cent).
+    Source: reasoning: the training bill over the tokens served, per million; e.g. $387,679 over
+    500B served tokens: $0.78/M, over 50T: under a cent.
     """
     return training_usd / served_tokens * MILLION
 
@@ -83,7 +112,8 @@ def gpu_hours_for_flops(train_flops: Any, *, dense_flops_per_s: Any, mfu: Any, g
     """gpu_hours = C / (peak · MFU · goodput · 3600)
 
     Trap: a sparse or wrong-precision peak, which makes the hours look half as many.
-    Source: seed 001, gpu_hours = tokens / (peak · mfu · goodput / 6N) / 3600.
+    Source: Narayanan et al. 2021 (arXiv:2104.04473), section 5.1 (time = FLOPs / (GPUs · achieved
+    FLOP/s)), in GPU-hours.
     """
     return train_flops / (dense_flops_per_s * mfu * goodput * HOUR)
 
@@ -92,7 +122,8 @@ def gpu_hours_from_span(n_gpus: Any, *, seconds: Any) -> Any:
     """gpu_hours = GPUs · wall seconds / 3600
 
     Trap: allocated GPUs are paid for whether or not each one is busy.
-    Source: seed 003 (16,384 H100s for 54 days).
+    Source: reasoning: allocated GPUs times the wall clock; e.g. Dubey et al. 2024
+    (arXiv:2407.21783), section 3.3.4: 16,384 H100s over a 54-day snapshot.
     """
     return n_gpus * seconds / HOUR
 
@@ -105,7 +136,8 @@ def implied_mfu(train_flops: Any, *, gpu_hours: Any, dense_flops_per_s: Any, goo
     MFU of the running job.
     Trap: above 1 the claim is impossible at that peak; above ~0.6 nobody has published
     a large dense run sustaining it (Llama 3 405B: 38–43%).
-    Source: seed 002 ("check whether the number is consistent with 6ND"); seed 004 MFU.
+    Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B, solved for MFU; Dubey et al.
+    2024 (arXiv:2407.21783), table 4: 38-43% on Llama 3 405B.
     """
     return train_flops / (gpu_hours * HOUR * dense_flops_per_s * goodput)
 
@@ -115,7 +147,7 @@ def implied_usd_per_gpu_hour(claimed_usd: Any, *, gpu_hours: Any) -> Any:
 
     Trap: comparing it with an on-demand list price; owned or reserved capacity is cheaper
     per hour and a loaded price is dearer.
-    Source: seed 002, cloud rental "a few dollars per accelerator-hour".
+    Source: reasoning: the claimed cost over the hours it paid for.
     """
     return claimed_usd / gpu_hours
 
@@ -128,8 +160,8 @@ def implied_mfu_for_usd(train_flops: Any, *, claimed_usd: Any, usd_per_gpu_hour:
     price (claimed_usd / price), each delivering that part's peak.
     Trap: pairing one part's price with another part's peak (the cheapest hour in a
     catalog is an old GPU's, whose FLOP/s are a third of a new one's).
-    Source: seed 002 ("check whether the number is consistent with 6ND"); seed 001,
-    cost_per_token = 6·N·price / (3600 · peak · mfu · goodput), solved for MFU.
+    Source: implied_mfu over the hours the money buys at that part's price (claimed_usd / price);
+    Chowdhery et al. 2022 (arXiv:2204.02311), appendix B.
     """
     return implied_mfu(train_flops, gpu_hours=claimed_usd / usd_per_gpu_hour, dense_flops_per_s=dense_flops_per_s,
                        goodput=goodput)

@@ -14,7 +14,7 @@ def gpu_energy_kwh(gpu_hours: float, *, tdp_watts: float, pue: float = 1.0) -> f
     (cooling, conversion losses); 1.0 counts the GPUs alone.
     Trap: energy figures vary by orders of magnitude because of what they include; say
     what this one counts (GPU boards at TDP, times PUE) next to the number.
-    Source: seed 002, "when someone quotes an energy figure, ask what it includes";
-    PUE as defined by The Green Grid (total facility power / IT equipment power).
+    Source: The Green Grid, White Paper 49, PUE: A Comprehensive Examination of the Metric (2012),
+    PUE = total facility power / IT equipment power; TDP from the part's datasheet.
     """
     return gpu_hours * tdp_watts * pue / KILO

@@ -11,7 +11,8 @@ def train_flops(n_params: float, *, n_tokens: float) -> float:
     """C = 6 · N · D
 
     Trap: 2·N·D is inference; the backward pass is the other two thirds of training.
-    Source: seed 004, "train_flops = 6 × N × D" (70B on 15T tokens = 6.3e24).
+    Source: Kaplan et al. 2020, Scaling Laws for Neural Language Models (arXiv:2001.08361), section
+    2.1 (C ≈ 6NBS); e.g. 70B on 15T tokens: 6.3e24.
     """
     return TRAIN_FLOPS_PER_PARAM * n_params * n_tokens
 
@@ -23,7 +24,9 @@ def attention_flops_per_token(n_layers: float, *, d_attn: float, seq_len: float,
     value products cost 2·2·T·d per token per layer forward, halved by the causal mask;
     the backward pass doubles the forward.
     Trap: 6N alone undercounts at long context; at T = 8k on a 7B model the term is ~7%.
-    Source: DESIGN.md conventions; PaLM (Chowdhery et al. 2022), appendix B, for `full`.
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (2·L·T·d forward per token, times 3 with
+    the backward pass: causal); Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B
+    (12·L·H·Q·T: full).
     """
     if convention == "6N":
         return 0.0 * seq_len
@@ -38,7 +41,7 @@ def train_flops_per_token(n_params: float, *, attention_flops: float = 0.0) -> f
     """flops_per_token = 6 · N + attention term
 
     Trap: for MoE, N is the active (routed) parameter count, not the total.
-    Source: seed 001, "about 6N floating-point operations per token".
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), section 2.1: 2N forward, twice that backward.
     """
     return TRAIN_FLOPS_PER_PARAM * n_params + attention_flops
 
@@ -47,38 +50,20 @@ def forward_flops_per_token(active_params: float) -> float:
     """flops_per_token = 2 · N_active
 
     Trap: for an MoE model, use the routed subset: DeepSeek-V3 is 37B active of 671B.
-    Source: seed 004, "flops_per_token ≈ 2 × active_params".
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (C_forward ≈ 2N); DeepSeek-AI 2024,
+    DeepSeek-V3 (arXiv:2412.19437): 37B activated of 671B.
     """
     return FORWARD_FLOPS_PER_PARAM * active_params
-
-
-def prefill_attention_flops(n_layers: float, *, d_attn: float, prompt_tokens: float) -> float:
-    """attention FLOPs of a causal prefill = 2 · L · T² · d
-
-    QKᵀ and AV are each 2·T²·d per layer for the full square; the causal mask keeps half.
-    Trap: 2·N·T alone ignores this term, which grows with T² and dominates long prompts.
-    Source: the seed-001 failure mode "ignoring attention at long context"; Kaplan et al. 2020, table 1.
-    """
-    return 2.0 * n_layers * prompt_tokens**2 * d_attn
 
 
 def prefill_flops(active_params: float, *, prompt_tokens: float, attention_flops: float = 0.0) -> float:
     """prefill_flops = 2 · N_active · T (+ the attention term)
 
     Trap: total instead of active parameters for MoE; and the attention term at long context.
-    Source: seed 004, "prefill_flops ≈ 2 × active_params × prompt_tokens" (70B, 8k: 1.15e15).
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), table 1 (2N per token forward); e.g. 70B with an
+    8k prompt: 1.15e15.
     """
     return FORWARD_FLOPS_PER_PARAM * active_params * prompt_tokens + attention_flops
-
-
-def train_seconds(train_flops: float, *, n_gpus: float, dense_flops_per_s: float, mfu: float) -> float:
-    """t = C / (n_gpus · peak · MFU)
-
-    Trap: peak is the dense figure at the run's precision; the datasheet's sparse
-    figure is twice it and halves the answer.
-    Source: seed 004, "seconds = train_flops ÷ (gpus × peak_flops × MFU)".
-    """
-    return train_flops / (n_gpus * dense_flops_per_s * mfu)
 
 
 def model_flops_utilization(flops_per_token: float, *, tokens_per_step: float, step_s: float,
@@ -87,6 +72,20 @@ def model_flops_utilization(flops_per_token: float, *, tokens_per_step: float, s
 
     Trap: counting recomputed activations (HFU) as model FLOPs makes the GPUs look busier
     than the model is; and "4M tokens" may mean 4e6 or 4·2^20 (a 5% difference).
-    Source: seed 004 (70B, 4M tokens in 2.07 s on 2,048 H100s: MFU ≈ 40%); PaLM appendix B.
+    Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B; e.g. 70B, 4M tokens in 2.07
+    s on 2,048 H100s: MFU ≈ 40%.
     """
     return flops_per_token * tokens_per_step / step_s / (n_gpus * dense_flops_per_s)
+
+
+def hfu_full_recompute(mfu: float) -> float:
+    """HFU = MFU · 8 / 6   (full activation recomputation: one more forward pass, 2N more per token)
+
+    Hardware FLOPs utilisation counts what the GPUs computed, recomputed activations
+    included; with full recomputation each token costs 8N instead of the model's 6N.
+    Trap: reporting HFU as MFU: it flatters the run by a third and cannot be compared with
+    another run's MFU.
+    Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU and HFU);
+    Korthikanti et al. 2022 (arXiv:2205.05198), on full recomputation's extra forward pass.
+    """
+    return mfu * 8 / 6

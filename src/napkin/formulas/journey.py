@@ -1,4 +1,4 @@
-"""Formulas the one-prompt journey (seed 003) needs beyond flops, memory, roofline and comm."""
+"""Formulas the one-prompt journey needs beyond flops, memory, roofline and comm."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ def api_bill_usd(input_tokens: float, *, output_tokens: float, usd_per_million_i
 
     Trap: pricing the whole request at the input rate; output tokens are decode, held
     serially on the machine, and list at ~5× the input price.
-    Source: seed 003 (1,000 in at $3/M + 300 out at $15/M = $0.003 + $0.0045 = $0.0075).
+    Source: the provider's dated per-million-token list prices (catalog/prices.toml, each with its
+    source); e.g. 1,000 in at $3/M + 300 out at $15/M = $0.003 + $0.0045 = $0.0075.
     """
     return input_tokens * usd_per_million_input / MILLION + output_tokens * usd_per_million_output / MILLION
 
@@ -25,7 +26,9 @@ def decode_intensity_flops_per_byte(batch: float, *, bytes_per_param: float) -> 
     sequence in the batch. The KV cache reads are left out, so this is an upper bound.
     Trap: expecting batch-1 decode to use the tensor cores: at FP8 it is 2 FLOP/byte
     against an H100 ridge near 590, about 0.3% of the bar.
-    Source: seed 003, "each weight byte is used for ~2 FLOPs, then discarded — 0.3% of the bar".
+    Source: Williams, Waterman & Patterson 2009, Roofline (CACM 52(4)); Pope et al. 2022
+    (arXiv:2211.05102), section 2: each weight byte is used for ~2 FLOPs per sequence, then
+    discarded.
     """
     return FORWARD_FLOPS_PER_PARAM * batch / bytes_per_param
 
@@ -37,8 +40,8 @@ def batch_at_ridge(ridge_flops_per_byte: float, *, bytes_per_param: float) -> fl
     once either way); above it compute binds and the time grows with B.
     Trap: at FP8 the bar is half as high in batch as at BF16 for the same ridge, since
     each weight byte then carries one parameter, not half of one.
-    Source: seed 003 (batching "until compute becomes the binding wall again"); the
-    roofline of seed 004 with intensity 2B / bytes_per_param.
+    Source: Williams, Waterman & Patterson 2009, Roofline (CACM 52(4)), with the decode intensity 2B
+    / bytes_per_param; Pope et al. 2022 (arXiv:2211.05102), section 2.
     """
     return ridge_flops_per_byte * bytes_per_param / FORWARD_FLOPS_PER_PARAM
 
@@ -52,8 +55,8 @@ def tp_allreduce_bytes_per_token(d_model: float, *, n_layers: float, bytes_per_v
     One rank (n = 1) moves nothing.
     Trap: the volume per rank does not fall with more ranks, while each rank's share of
     the arithmetic does: TP past one NVLink domain is latency- and link-bound.
-    Source: Shoeybi et al. 2019 (Megatron-LM, two all-reduces per layer forward); the ring
-    volume of seed 004; seed 003, "8 shards ... must confer over NVLink ... on every layer of every token".
+    Source: Shoeybi et al. 2019, Megatron-LM (arXiv:1909.08053), section 3: two all-reduces per
+    layer forward; the ring volume of Patarasuk & Yuan 2009 (JPDC 69(2)).
     """
     per_allreduce = 2.0 * (n_ranks - 1.0) / n_ranks * d_model * bytes_per_value
     return ALLREDUCES_PER_LAYER * n_layers * per_allreduce
@@ -67,7 +70,8 @@ def energy_joules(seconds: float, *, n_gpus: float, watts_per_gpu: float, share:
     Trap: quoting a batch-1 figure as "energy per prompt": a served prompt shares each
     step with the batch, which divides it by tens; host, cooling (PUE) and idle capacity
     are left out and would add.
-    Source: seed 003 (Google, Aug 2025: median Gemini text prompt 0.24 Wh measured); TDP
-    from the accelerator's datasheet.
+    Source: Elsworth et al. 2025, Measuring the environmental impact of delivering AI at Google
+    scale (arXiv:2508.15734): the median Gemini Apps text prompt measured at 0.24 Wh; TDP from the
+    accelerator's datasheet.
     """
     return n_gpus * watts_per_gpu * seconds * share

@@ -7,7 +7,7 @@ from typing import Any
 
 from napkin.formulas._array import maximum as _maximum
 
-# Static training state per parameter, mixed precision with Adam (seed 004):
+# Static training state per parameter, mixed precision with Adam (ZeRO, Rajbhandari et al. 2020, section 3.1):
 TRAINING_BYTES_PER_PARAM = {
     "bf16 weights": 2.0,
     "bf16 gradients": 2.0,
@@ -22,7 +22,8 @@ def weights_bytes(n_params: float, *, bytes_per_param: float) -> float:
 
     Trap: "16 GB" for a 7B model in fp16: 16 is bits per parameter, not gigabytes (14 GB);
     int4 is half a byte, never an integer division of bits by 8.
-    Source: seed 004, "weights_bytes = params × bytes_per_param" (70.6B bf16 = 141 GB).
+    Source: the storage width of each format (bf16 and fp16: 2 bytes; fp8: 1; int4: half a byte);
+    e.g. 70.6B parameters in bf16 are 141 GB.
     """
     return n_params * bytes_per_param
 
@@ -32,7 +33,9 @@ def kv_bytes_per_token(n_layers: float, *, n_kv_heads: float, head_dim: float, b
 
     The 2 is K and V.
     Trap: the query-head count instead of the KV heads (64 vs 8 on Llama 3.1 70B) is 8x too high.
-    Source: seed 004 (Llama 3.1 70B bf16: 2 × 80 × 8 × 128 × 2 = 327,680 B).
+    Source: Ainslie et al. 2023, GQA (arXiv:2305.13245): keys and values for each of the h_kv heads;
+    Llama 3.1 70B's config (80 layers, 8 KV heads, head dim 128) gives 2 × 80 × 8 × 128 × 2 =
+    327,680 B in bf16.
     """
     return 2.0 * n_layers * n_kv_heads * head_dim * bytes_per_value
 
@@ -42,7 +45,9 @@ def kv_bytes_per_token_mla(n_layers: float, *, kv_lora_rank: float, qk_rope_head
     """MLA: kv_bytes_per_token = L · (latent + rope) · bytes, no factor of 2
 
     Trap: applying the GQA formula to MLA heads (128 heads on DeepSeek-V3) is ~60x too high.
-    Source: seed 004 (DeepSeek-V3: 61 × 576 × 2 = 70,272 B).
+    Source: DeepSeek-AI 2024, DeepSeek-V2 (arXiv:2405.04434), section 2.1: MLA caches the compressed
+    latent and the decoupled RoPE key; DeepSeek-V3's config (61 layers, kv_lora_rank 512, rope dim
+    64) gives 61 × 576 × 2 = 70,272 B.
     """
     return n_layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_value
 
@@ -73,8 +78,8 @@ def kv_sequence_bytes(kv_bytes_per_token: float, *, context_tokens: Any, window_
     the same arithmetic.
     Trap: kv_bytes_per_token · c on a sliding-window model overstates the cache (see
     kv_held_tokens); on a model without one, this is exactly kv_bytes_per_token · c.
-    Source: seed 004 ("kv_total = kv_bytes_per_token × context × concurrent_sequences") with
-    the window cap of kv_held_tokens.
+    Source: kv_held_tokens times kv_bytes_per_token; Pope et al. 2022, Efficiently Scaling
+    Transformer Inference (arXiv:2211.05102), section 2 (the KV cache grows with context and batch).
     """
     return kv_bytes_per_token * kv_held_tokens(context_tokens, window_tokens=window_tokens,
                                                window_layers_fraction=window_layers_fraction)
@@ -101,7 +106,8 @@ def kv_total_bytes(kv_bytes_per_token: float, *, context_tokens: float, n_sequen
 
     Trap: the cache is per sequence: "fits for one user" and "fits for the launch" differ
     by the batch.
-    Source: seed 004 (70B, 8k, 32 sequences = 85.9 GB = 80 GiB).
+    Source: Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv:2211.05102), section
+    2; e.g. Llama 3.1 70B, 8k context, 32 sequences: 85.9 GB = 80 GiB.
     """
     return kv_bytes_per_token * context_tokens * n_sequences
 
@@ -110,7 +116,8 @@ def training_static_bytes(n_params: float, *, bytes_per_param: float = 16.0) -> 
     """static_bytes = N · 16 (bf16 weights 2 + grads 2 + fp32 master 4 + Adam m 4 + v 4)
 
     Trap: 2 bytes per parameter is inference; training is 8x that before activations.
-    Source: seed 004 (70B: 1.12 TB of static state).
+    Source: Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), section 3.1: mixed-precision Adam
+    holds 2 + 2 + 12 = 16 bytes per parameter; e.g. 70B: 1.12 TB.
     """
     return n_params * bytes_per_param
 
@@ -120,7 +127,8 @@ def min_gpus_for_state(static_bytes: float, *, memory_bytes: float, usable: floa
 
     Trap: activations are extra; this is a floor before a single activation. Returned as a
     float (infinity when the memory is too small to count GPUs); callers take int() of it.
-    Source: seed 004 (1.12 TB on 80 GB cards at 80% usable: 18 GPUs).
+    Source: Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), stage 3 partitions all 16 bytes per
+    parameter across the ranks; e.g. 1.12 TB on 80 GB cards at 80% usable: 18 GPUs.
     """
     ratio = static_bytes / memory_bytes / usable  # two divisions: a tiny memory · usable gives inf, never 0
     return float(math.ceil(ratio - 1e-9)) if math.isfinite(ratio) else ratio

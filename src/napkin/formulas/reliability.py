@@ -100,8 +100,8 @@ def daly_interval_s(checkpoint_s: Any, *, mtbf_s: Any) -> Any:
     """τ* = sqrt(2δM) · [1 + ⅓·sqrt(δ/2M) + (δ/2M)/9] − δ   for δ < 2M, else τ* = M
 
     Daly's higher-order estimate of the interval that minimises the exact expected run
-    time (expected_segment_s / τ); it tends to Young's sqrt(2δM) as δ/M → 0 and does not
-    depend on R.
+    time (E[segment] / τ, see goodput_at_interval); it tends to Young's sqrt(2δM) as δ/M → 0
+    and does not depend on R.
     Trap: Young's interval when checkpoints are slow beside M: it over-counts by about δ.
     Source: J. T. Daly, "A higher order estimate of the optimum checkpoint interval for
     restart dumps", Future Generation Computer Systems 22(3):303-312, 2006, eq. 20; his
@@ -113,24 +113,13 @@ def daly_interval_s(checkpoint_s: Any, *, mtbf_s: Any) -> Any:
     return _where(checkpoint_s < 2.0 * mtbf_s, higher, mtbf_s)
 
 
-def expected_segment_s(interval_s: Any, *, checkpoint_s: Any, restart_s: Any, mtbf_s: Any) -> Any:
-    """E[segment] = M · e^(R/M) · (e^((τ+δ)/M) − 1)
-
-    Expected wall-clock time to complete τ of work and its δ checkpoint write, when an
-    interruption (rate 1/M) anywhere in the τ + δ loses the segment and each restart takes
-    R and can itself be interrupted.
-    Trap: charging R before every segment (e^((τ+δ+R)/M)): a restart happens only after
-    an interruption.
-    Source: J. T. Daly 2006 (FGCS 22(3)), eq. 9 per segment, exact for exponential
-    (Poisson) failures.
-    """
-    return mtbf_s * _exp(restart_s / mtbf_s) * _expm1((interval_s + checkpoint_s) / mtbf_s)
-
-
 def goodput_at_interval(interval_s: Any, *, checkpoint_s: Any, restart_s: Any, mtbf_s: Any) -> Any:
     """goodput = τ / E[segment] = τ · e^(−R/M) / (M · (e^((τ+δ)/M) − 1))
 
     The fraction of wall-clock time that advances the run, checkpointing every τ of work.
+    E[segment] = M · e^(R/M) · (e^((τ+δ)/M) − 1) is the expected wall-clock time to complete τ
+    of work and its δ checkpoint write, when an interruption (rate 1/M) anywhere in the τ + δ
+    loses the segment and each restart takes R and can itself be interrupted.
     Always in (0, 1]: however often failures come, some segments finish.
     Trap: the first-order 1 − (δ/τ + (τ/2 + R)/M) when failures come every few τ + R:
     it drops through zero where the job still progresses (e.g. δ = 60 s, R = 10 min,

@@ -7,7 +7,8 @@ def ridge_flops_per_byte(dense_flops_per_s: float, *, memory_bytes_per_s: float)
     """ridge = peak / memory_bandwidth
 
     Trap: a kernel below the ridge is memory-bound by construction, not badly written.
-    Source: seed 004 (H100: 989e12 / 3.35e12 ≈ 295 FLOP/byte); Williams et al. 2009.
+    Source: Williams, Waterman & Patterson 2009, Roofline: An Insightful Visual Performance Model
+    for Multicore Architectures (CACM 52(4)); e.g. H100 SXM: 989e12 / 3.35e12 ≈ 295 FLOP/byte.
     """
     return dense_flops_per_s / memory_bytes_per_s
 
@@ -18,7 +19,7 @@ def attainable_flops_per_s(intensity_flops_per_byte: float, *, dense_flops_per_s
 
     Trap: expecting tensor cores to help at batch-1 decode (intensity ≈ 1): it attains
     ~0.34% of an H100's peak.
-    Source: seed 004, "Below the ridge a kernel is memory-bound and attains intensity × bandwidth".
+    Source: Williams, Waterman & Patterson 2009, Roofline (CACM 52(4)).
     """
     attained = intensity_flops_per_byte * memory_bytes_per_s
     if isinstance(attained, float) and isinstance(dense_flops_per_s, (int, float)):
@@ -35,7 +36,9 @@ def decode_tokens_per_s(batch: float, *, memory_bytes_per_s: float, weights_byte
     Every decode step reads all active weights once plus each sequence's KV cache and
     emits one token per sequence. A memory-bound ceiling: compute is not counted here.
     Trap: tensor cores do not help at batch 1; the only lever is bytes per token.
-    Source: seed 004 (70B bf16 on one H100 at batch 1: 3.35e12 / 1.41e11 ≈ 24 tokens/s).
+    Source: Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv:2211.05102), section
+    2 (small-batch decode is bound by memory bandwidth); e.g. 70B in bf16 on one H100 at batch 1:
+    3.35e12 / 1.41e11 ≈ 24 tokens/s.
     """
     return batch * memory_bytes_per_s / (weights_bytes + batch * kv_bytes_per_sequence)
 
@@ -44,6 +47,7 @@ def weight_read_seconds(weights_bytes: float, *, memory_bytes_per_s: float, n_gp
     """t = weights_bytes / (n_gpus · bandwidth): one read of every weight, sharded
 
     Trap: forgetting the shards read in parallel; or that this is the floor of one decode step.
-    Source: seed 003 (405 GB over 8 H100s at 3.35 TB/s ≈ 15 ms).
+    Source: Pope et al. 2022 (arXiv:2211.05102), section 2; e.g. 405 GB over 8 H100s at 3.35 TB/s ≈
+    15 ms.
     """
     return weights_bytes / (n_gpus * memory_bytes_per_s)

@@ -19,8 +19,10 @@ def tokens_per_gpu_s(dense_flops_per_s: float, *, mfu: float, goodput: float, fl
     goodput is the fraction of paid wall-clock time that makes forward progress.
     Trap: a sparse or wrong-precision peak inflates this by 2x; and MFU alone (without
     goodput) counts restart and checkpoint time as if it trained.
-    Source: seed 001, "tokens_per_gpu_second = peak_flops * mfu * goodput / (6 * N)"
-    (989e12 · 0.40 · 0.90 / 42e9 = 8,477 tokens/s).
+    Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU: observed tokens/s over
+    the peak's at 6N per token); goodput as effective training time, Dubey et al. 2024, The Llama 3
+    Herd of Models (arXiv:2407.21783), section 3.3.4; e.g. 989e12 · 0.40 · 0.90 / 42e9 = 8,477
+    tokens/s.
     """
     return dense_flops_per_s * mfu * goodput / flops_per_token
 
@@ -31,7 +33,8 @@ def gpu_hours(n_tokens: float, *, tokens_per_gpu_s: float) -> float:
     D is advanced tokens: the step counter times tokens per step at the end of the run.
     Trap: processed tokens (recomputed after rollbacks) flatter the figure; count
     allocated GPU time, not busy time.
-    Source: seed 001 (7B on 2T tokens at 8,477 tokens/GPU·s: 65,536 GPU-hours).
+    Source: reasoning: D tokens at a rate per GPU-second, over 3,600 s/h, counting every allocated
+    GPU; e.g. 7B on 2T tokens at 8,477 tokens/GPU·s: 65,536 GPU-hours.
     """
     return n_tokens / tokens_per_gpu_s / HOUR
 
@@ -42,7 +45,8 @@ def marginal_usd(gpu_hours: float, *, usd_per_gpu_hour: float) -> float:
     What the final run costs if nothing else happens: a real lower bound, not the cost
     of the model.
     Trap: quoting marginal as total; and a list price instead of a loaded hourly price.
-    Source: seed 001 (65,536 GPU-hours at $2.50: $163,840, "the number people quote").
+    Source: reasoning: allocated GPU-hours at the hour's price; e.g. 65,536 GPU-hours at $2.50:
+    $163,840.
     """
     return gpu_hours * usd_per_gpu_hour
 
@@ -53,7 +57,9 @@ def loaded_usd(marginal_usd: float, *, overhead_multiplier: float, fixed_usd: fl
     Overheads (experiments, lost work, evaluation, idle capacity, ...) are multipliers on
     the final run's compute; fixed spend (data, licensing) is added once.
     Trap: a plan built on the marginal figure runs out of money by the multiplier.
-    Source: seed 001 ($163,840 · (1 + 0.60 + 0.15 + 0.05 + 0.20) + $60,000 = $387,679).
+    Source: Cottier et al. 2024, The rising costs of training frontier AI models (arXiv:2405.21015):
+    experiments and staff add to the final run's compute; e.g. $163,840 · (1 + 0.60 + 0.15 + 0.05 +
+    0.20) + $60,000 = $387,679.
     """
     return marginal_usd * (1.0 + overhead_multiplier) + fixed_usd
 
@@ -63,7 +69,8 @@ def usd_per_million_tokens(usd: float, *, n_tokens: float) -> float:
 
     Trap: the denominator. Advanced tokens for planning and hardware comparison, unique
     tokens for data cost; write the definition next to the number.
-    Source: seed 001 ($163,840 over 2T advanced tokens: $0.082 per million).
+    Source: reasoning: the cost over the tokens it bought, per million; e.g. $163,840 over 2T
+    advanced tokens: $0.082 per million.
     """
     return usd / n_tokens * MILLION
 
@@ -74,7 +81,9 @@ def wall_seconds(n_tokens: float, *, tokens_per_gpu_s: float, n_gpus: float) -> 
     Calendar time of the final run: goodput in tokens_per_gpu_s already counts restarts.
     Trap: scaling is assumed linear in GPUs; communication that does not overlap lowers
     MFU at scale, and that belongs in the MFU given for this cluster size.
-    Source: seed 004, "seconds = train_flops ÷ (gpus × peak_flops × MFU)".
+    Source: Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters
+    Using Megatron-LM (arXiv:2104.04473), section 5.1 (training time ≈ 8TP / (nX), 8 with
+    recomputation, 6 without).
     """
     return n_tokens / (tokens_per_gpu_s * n_gpus)
 
@@ -87,7 +96,7 @@ def gpus_for_deadline(n_tokens: float, *, tokens_per_gpu_s: float, deadline_s: f
     Array-safe (floor division and a comparison, no ``math.ceil`` or ``max``).
     Trap: rounding down misses the deadline; and the deadline is calendar time, so
     goodput must be in tokens_per_gpu_s or the cluster is too small.
-    Source: seed 000, "GPU-Hours and Time to Train: ... invert for a deadline".
+    Source: Narayanan et al. 2021 (arXiv:2104.04473), section 5.1, solved for the GPU count n.
     """
     ratio = n_tokens / (tokens_per_gpu_s * deadline_s)
     n = -((_CEIL_SLACK - ratio) // 1.0)
@@ -102,7 +111,36 @@ def delivered_flops_per_usd(dense_flops_per_s: float, *, mfu: float, usd_per_gpu
     by cost per token.
     Trap: comparing peaks or prices alone. The MFU gap between a mature and an immature
     software stack is often larger than the price gap between two GPU generations.
-    Source: seed 001 (2.2x the peak at 35% MFU for 1.8x the price: 2.2 · 0.35 / 1.8 = 0.43
-    against 0.40, about 7% cheaper per token).
+    Source: reasoning: cost per token is flops_per_token over this; e.g. 2.2x the peak at 35% MFU
+    for 1.8x the price: 2.2 · 0.35 / 1.8 = 0.43 against 0.40, about 7% cheaper per token.
     """
     return dense_flops_per_s * mfu * goodput / (usd_per_gpu_hour / HOUR)
+
+
+def budget_flops(gpu_seconds: float, *, dense_flops_per_s: float, mfu: float, goodput: float = 1.0) -> float:
+    """C = GPU-seconds · peak · MFU · goodput   (the model FLOPs a cluster delivers over a span)
+
+    GPU-seconds are the GPUs times the wall-clock span; MFU is the fraction of the dense peak
+    spent on model arithmetic while the job runs, goodput the fraction of the span that advances.
+    The inverse of wall_seconds: the compute budget that sizes a compute-optimal model.
+    Trap: the sparse or wrong-precision peak doubles the budget; and MFU alone counts restart
+    and checkpoint time as if it trained.
+    Source: Hoffmann et al. 2022, Training Compute-Optimal Large Language Models (arXiv:2203.15556),
+    budgets in FLOPs; Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU).
+    """
+    return gpu_seconds * dense_flops_per_s * mfu * goodput
+
+
+def relative_value(dense_flops_per_s: float, *, mfu: float, usd_per_gpu_hour: float, baseline_flops_per_s: float,
+                   baseline_usd_per_gpu_hour: float) -> float:
+    """value = (peak / peak_baseline) · MFU / (price / price_baseline)   (model FLOP per dollar, baseline peak = 1)
+
+    A candidate part against the one it would replace: its peak and price as multiples of the
+    baseline's, at its own MFU. Ranking by it ranks by cost per token (the baseline's own
+    value is its MFU).
+    Trap: ranking by peak, or by peak per dollar, without the MFU each part's software stack
+    reaches; a part with 2.2x the peak at 35% MFU for 1.8x the price is only 7% cheaper per token.
+    Source: reasoning: delivered_flops_per_usd with the baseline's peak and price as units; e.g.
+    2.2 · 0.35 / 1.8 = 0.43 against the baseline's 0.40.
+    """
+    return (dense_flops_per_s / baseline_flops_per_s) * mfu / (usd_per_gpu_hour / baseline_usd_per_gpu_hour)

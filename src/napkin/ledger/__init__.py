@@ -34,6 +34,6 @@ def read_log(path: str, **options: Any) -> Any:
 
 def report(*logs: str, **options: Any) -> Any:
     """The realised-cost Report of one or more logs (options as ``napkin ledger report``)."""
-    from napkin import calculate
+    from napkin.calculators import get
 
-    return calculate("ledger", {"logs": list(logs), **options})
+    return get("ledger")({"logs": list(logs), **options})

@@ -1,10 +1,16 @@
-"""Drift: the realised cost per million advanced tokens against the plan, day by day.
+"""Drift: the realised cost per million advanced tokens, day by day, against the plan or the run itself.
 
 The plan's figure is ``napkin train``'s marginal $/M tokens (compute at the GPU-hour
 price per advanced token, with its assumed MFU and goodput); the realised figure has the
 same definition with the run's own MFU and goodput. A day whose realised figure exceeds
 the plan by more than ``alert`` (10% by default) is an alert: seed 001 names the usual
 causes (a slow node, a data-loader stall, a silent MFU regression after a code change).
+
+Without a plan the run is its own baseline (:func:`baseline_drift`): each day against the
+run's first day(s), its first 24 hours of wall time in whole calendar days, and against the
+day before. A step time 19% longer from day 3 on costs 19% more per advanced token: an
+alert against both. Per-day figures need a clock per record; a log whose times were spread
+over the run has none, and the report says so instead of inventing them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from napkin.errors import InputError, NapkinError
+from napkin.errors import InputError, NapkinError, quote
+from napkin.units import MILLION
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,17 @@ def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: flo
     return realised_usd_per_million / planned_usd_per_million
 
 
+def resolve_plan(req: Any, r: Any) -> Plan | None:
+    """The plan of the request: its plan file, or --plan-usd-per-million (which replaces the file's figure)."""
+    plan = load_plan(req.plan) if req.plan else None
+    if req.plan_usd_per_million is not None:
+        if plan is not None:
+            r.warn("plan-overridden", f"--plan-usd-per-million {req.plan_usd_per_million:g} replaces the plan "
+                   f"file's {plan.usd_per_million:.4g}")
+        plan = Plan(req.plan_usd_per_million, "--plan-usd-per-million")
+    return plan
+
+
 PLAN_HEADER = re.compile(r"#\s*napkin\s+(\S+)\s+plan\b")
 
 
@@ -46,19 +64,20 @@ def load_plan(path: str) -> Plan:
     refused: `napkin train` would fill the inputs it lacks with defaults and plan a run nobody
     planned. The price keeps its basis: a list price the plan took by default (named in its
     ``assumed`` list) stays a reference price, not one given."""
-    from napkin.cli.common import read_config
+    from napkin.calculators import get
+    from napkin.files import regular_file
+    from napkin.request import read_config
 
+    regular_file(path, "plan")  # a FIFO or a device would block the reading, or never end
     kind = _plan_kind(path)
     if kind is not None and kind != "train":
         raise InputError("plan", path, f"is a `napkin {kind}` plan, not a training plan",
                          "give a plan written by `napkin train --save plan.toml`, or --plan-usd-per-million X")
     raw = read_config(path)
     try:
-        from napkin import calculate
-
-        report = calculate("train", raw)
+        report = get("train")(raw)
     except NapkinError as exc:
-        raise InputError("plan", path, f"could not be evaluated by `napkin train` ({exc})",
+        raise InputError("plan", path, f"could not be evaluated by `napkin train` ({quote(exc)})",
                          "check the file, or give --plan-usd-per-million X") from None
     per_m = report.get("usd_per_million_tokens")
     if not isinstance(per_m, dict) or "marginal" not in per_m:
@@ -74,10 +93,12 @@ def load_plan(path: str) -> Plan:
 
 def _plan_kind(path: str) -> str | None:
     """The command named by a saved plan's first line (``# napkin train plan: ...``), if any."""
+    from napkin.files import open_regular
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
-    except OSError:
+        with open_regular(path, "plan") as fh:
+            first = fh.readline(4096).decode("utf-8", errors="replace")
+    except InputError:
         return None  # read_config says what is wrong with the path
     m = PLAN_HEADER.match(first.strip())
     return m.group(1) if m else None
@@ -89,8 +110,6 @@ def _num(v: Any) -> float | None:
 
 def day_drift(days: list[dict], plan: Plan | None, *, alert: float) -> list[dict]:
     """Each day with its realised $/M and, with a plan, its drift ratio and alert; returns the alerts."""
-    from napkin.units import MILLION
-
     alerts = []
     for day in days:
         adv = day["advanced_tokens"]
@@ -112,3 +131,50 @@ def day_drift(days: list[dict], plan: Plan | None, *, alert: float) -> list[dict
                            "reason": f"{(ratio - 1):.1%} above plan"})
         day["alert"] = ratio is None and day["usd"] > 0 or (ratio is not None and ratio > 1 + alert)
     return alerts
+
+
+BASELINE_S = 86400.0  # the baseline: the run's first calendar days, until they hold a day (24 h) of wall time
+
+
+def baseline_drift(days: list[dict], *, alert: float) -> tuple[dict | None, list[dict]]:
+    """Each day (after :func:`day_drift` gave it its $/M) against the run's first day(s) and the day before;
+    returns the baseline ({dates, usd_per_million_advanced_tokens}) and the alerts."""
+    base: list[dict] = []
+    wall = 0.0
+    for day in days:
+        base.append(day)
+        wall += day["wall_s"]
+        if wall >= BASELINE_S:
+            break
+    adv = sum(d["advanced_tokens"] for d in base)
+    base_per_m = sum(d["usd"] for d in base) / adv * MILLION if adv > 0 else None
+    baseline = None if base_per_m is None else {
+        "dates": [d["date"] for d in base], "usd_per_million_advanced_tokens": base_per_m}
+    label = (f"first day ({base[0]['date']})" if len(base) == 1 else
+             f"first days ({base[0]['date']} to {base[-1]['date']})" if base else "")
+    alerts: list[dict] = []
+    before: dict | None = None
+    for i, day in enumerate(days):
+        per_m = day["usd_per_million_advanced_tokens"]
+        vs_base = drift_ratio(per_m, planned_usd_per_million=base_per_m) if (
+            per_m is not None and base_per_m is not None and i >= len(base)) else None
+        prior = before["usd_per_million_advanced_tokens"] if before is not None else None
+        vs_prior = drift_ratio(per_m, planned_usd_per_million=prior) if per_m is not None and prior else None
+        day["baseline_ratio"], day["day_over_day_ratio"] = vs_base, vs_prior
+        found = []
+        if per_m is None and day["usd"] > 0 and day["wall_s"] > 0:
+            found.append({"date": day["date"], "kind": "no-progress", "ratio": None, "usd": day["usd"],
+                          "reason": "paid GPU time with no forward progress"})
+        if vs_base is not None and vs_base > 1 + alert:
+            found.append({"date": day["date"], "kind": "baseline", "ratio": vs_base,
+                          "usd_per_million_advanced_tokens": per_m,
+                          "reason": f"{vs_base - 1:.1%} above the run's {quote(label)}"})
+        if vs_prior is not None and vs_prior > 1 + alert:
+            found.append({"date": day["date"], "kind": "day-over-day", "ratio": vs_prior,
+                          "usd_per_million_advanced_tokens": per_m,
+                          "reason": f"{vs_prior - 1:.1%} above the day before ({quote(before['date'])})"})
+        day["alert"] = bool(found)
+        alerts += found
+        if per_m is not None:
+            before = day
+    return baseline, alerts

@@ -47,9 +47,11 @@ def paid_gpu_seconds(t_wall: Any, *, gpus_allocated: Any) -> float:
     return float(np.sum(np.diff(t) * np.asarray(gpus_allocated, dtype=float)[:-1]))
 
 
-def advanced_tokens(first_step: float, *, last_step: float, tokens_per_step: float) -> float:
+def advanced_tokens(first_step: Any, *, last_step: Any, tokens_per_step: Any) -> Any:
     """advanced = (last step − first step) · tokens_per_step
 
+    Array-safe: :func:`analyse` applies it to every record pair, from the high-water step
+    before the pair to the (higher) step after it, so the pairs add up to the run's.
     Trap: counting processed tokens; re-runs after a rollback inflate the denominator
     and flatter the cost.
     Source: seed 001, "Which tokens to count".
@@ -107,106 +109,213 @@ class Ledger:
     gpus_max: float = 0.0
     tokens_per_step_min: float = 0.0
     tokens_per_step_max: float = 0.0
+    busy_gpu_seconds: float = 0.0  # GPU-seconds of the productive time (the steps that advanced)
+    mfu_logged_median: float | None = None  # the trainer's own MFU, where the log has it
 
     @property
     def usd_per_million_advanced(self) -> float:
         return usd_per_million_tokens(self.usd, n_tokens=self.advanced_tokens)
 
 
-def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Ledger:
-    """Totals, restarts and per-day figures of ``rec`` (a :class:`napkin.ledger.records.Records`)."""
+@dataclass
+class _Carry:
+    """The record before a chunk, and the running high-water step."""
+
+    step: float
+    t: float
+    gpus: float
+    high: float
+
+
+def _pairs(c: Any, prev: _Carry | None) -> tuple[Any, ...]:
+    """(s, t, g) of the chunk with the record before it in front, and dt, ds between them."""
     import numpy as np
 
-    s = np.asarray(rec.step, dtype=float)
-    t = np.asarray(rec.t_wall, dtype=float)  # no copy when already float64
-    g = np.asarray(rec.gpus, dtype=float)
-    k = np.asarray(rec.tokens, dtype=float)
-    dt = np.diff(t)
-    ds = np.diff(s)
-    span = float(t.max() - t.min())
+    if prev is None:
+        s, t, g = c.step, c.t_wall, c.gpus
+    else:
+        s, t, g = (np.concatenate([[prev.step], c.step]), np.concatenate([[prev.t], c.t_wall]),
+                   np.concatenate([[prev.gpus], c.gpus]))
+    return s, t, g, np.diff(t), np.diff(s)
+
+
+def _medians(rec: Any) -> dict[str, Any]:
+    """The medians the rules need, and the extremes (gathered by the records' check)."""
+    from napkin.ledger.median import median
+
+    tally = rec.tally
+    out = {"max_step": tally.steps[1], "g": tally.gpus, "k": tally.tokens, "forward": tally.forward_ds.n,
+           "stride": median(tally.forward_ds), "med": median(tally.forward_step_s), "mfu": median(tally.mfu_logged)}
+    return out
+
+
+def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Ledger:
+    """Totals, restarts and per-day figures of ``rec`` (a :class:`napkin.ledger.records.Records`), in two passes
+    over its records: the medians, then the sums (per day only where the log has a clock per record)."""
+    import numpy as np
+
+    s0, t0 = rec.first[:2]
+    last, t_last = rec.last[:2]
+    span = t_last - t0
     if span > MAX_SPAN_S:  # before anything is sized by the span (days, gaps)
-        i = int(np.argmax(np.abs(dt)))
-        raise InputError("t_wall", rec.where(i + 1), f"does not look like one run's clock: it jumps by "
-                         f"{_fmt(float(dt[i]), 'seconds')} from the record "
-                         f"before ({float(t[i]):.10g} to {float(t[i + 1]):.10g}); the log spans "
+        jump, source, line, a, b = rec.jump
+        raise InputError("t_wall", rec.where(source, line), f"does not look like one run's clock: it jumps by "
+                         f"{_fmt(jump, 'seconds')} from the record before ({a:.10g} to {b:.10g}); the log spans "
                          f"{span / YEAR:.3g} years", "fix or drop that record's clock")
-    forward = ds > 0
-    if not forward.any():
-        raise NotEnoughRecords("step", rec.where(0), f"does not advance (step {int(s[0])} to {int(s[-1])} over "
-                         f"{len(s)} records)", "a cost per token needs forward progress")
-    first, last = s[0], s[-1]
-    if last <= first:
-        raise NotEnoughRecords("step", rec.where(len(s) - 1), f"must end after the first step {int(first)} (it ends at "
-                         f"{int(last)}): no forward progress to divide by", "give the log up to a later step")
-    stride = float(np.median(ds[forward]))
-    d = np.where(forward, ds, stride)
-    high = np.maximum.accumulate(s)[:-1]
-    new = np.maximum(0.0, np.minimum(s[1:], last) - np.minimum(high, last))
-    k_next = k[1:]
-    per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
-    med = float(np.median(per_step[forward]))
-    gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
-    productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
-    gpu_s_pair = dt * g[:-1]
-    gpu_s = float(gpu_s_pair.sum())
+    m = _medians(rec)
+    if not m["forward"]:
+        raise NotEnoughRecords("step", rec.where(rec.first[3], rec.first[2]), f"does not advance (step {int(s0)} to "
+                               f"{int(last)} over {rec.n} records)", "a cost per token needs forward progress")
+    if last <= s0:
+        raise NotEnoughRecords("step", rec.where(rec.last[3], rec.last[2]), f"must end after the first step "
+                               f"{int(s0)} (it ends at {int(last)}): no forward progress to divide by",
+                               "give the log up to a later step")
+    stride, med = float(m["stride"]), float(m["med"])
+    days = _Days(rec, t0, t_last) if rec.clock_per_record else None
+    sums = dict.fromkeys(("gpu_s", "processed_steps", "advanced_tokens", "processed_tokens", "productive_s",
+                          "busy_gpu_s"), 0.0)
+    rollbacks = gaps = 0
+    events: list[dict] = []
+    prev: _Carry | None = None
+    for c in rec.chunks():
+        s, t, g, dt, ds = _pairs(c, prev)
+        if not len(dt):  # the run's first record alone: no pair yet
+            prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), float(s[-1]))
+            continue
+        k_next = c.tokens if prev is not None else c.tokens[1:]
+        monotone = (prev is None or prev.step >= prev.high) and bool(np.all(ds > 0)) and s[-1] <= last
+        if monotone and (med <= 0 or float((dt / ds).max()) <= gap_factor * med):
+            # the usual chunk: every step new, none a gap, so steps run = new steps and productive = wall time
+            gpu_s_pair = dt * g[:-1]
+            tokens = advanced_tokens(s[:-1], last_step=s[1:], tokens_per_step=k_next)  # every step new: = processed
+            q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": tokens, "processed_tokens": tokens,
+                 "productive_s": dt, "wall_s": dt, "busy_gpu_seconds": gpu_s_pair}
+            total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(s[-1] - s[0]),
+                     "advanced_tokens": float(tokens.sum()), "productive_s": float(t[-1] - t[0])}
+            total.update(processed_tokens=total["advanced_tokens"], busy_gpu_s=total["gpu_s"])
+            high_end = float(s[-1])
+        else:
+            q, total, counts, found, high_end = _pairs_in_full(c, prev, s, t, g, dt, ds, k_next, last=last,
+                                                               stride=stride, med=med, gap_factor=gap_factor,
+                                                               room=max(MAX_EVENTS - len(events), 0), rec=rec)
+            rollbacks, gaps = rollbacks + counts[0], gaps + counts[1]
+            events += found
+        for key, value in total.items():
+            sums[key] += value
+        if days is not None:
+            days.add(t, c.t_wall, q)
+        prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), high_end)
+    gpu_s = sums["gpu_s"]
     led = Ledger(
-        usd_per_gpu_hour=usd_per_gpu_hour, first_step=int(first), last_step=int(last), max_step=int(s.max()),
-        records=len(s), wall_s=float(t[-1] - t[0]), gpu_seconds=gpu_s, usd=gpu_s / HOUR * usd_per_gpu_hour,
-        advanced_steps=float(last - first), processed_steps=float(d.sum()),
-        advanced_tokens=float((new * k_next).sum()), processed_tokens=float((d * k_next).sum()),
-        productive_s=float(productive.sum()), stride_steps=stride, median_step_s=med,
-        rollbacks=int((~forward).sum()), gaps=int(gap.sum()), t_first=float(t[0]), t_last=float(t[-1]),
-        gpus_min=float(g.min()), gpus_max=float(g.max()), tokens_per_step_min=float(k.min()),
-        tokens_per_step_max=float(k.max()),
+        usd_per_gpu_hour=usd_per_gpu_hour, first_step=int(s0), last_step=int(last), max_step=int(m["max_step"]),
+        records=rec.n, wall_s=float(t_last - t0), gpu_seconds=gpu_s, usd=gpu_s / HOUR * usd_per_gpu_hour,
+        advanced_steps=float(last - s0), processed_steps=sums["processed_steps"],
+        advanced_tokens=sums["advanced_tokens"], processed_tokens=sums["processed_tokens"],
+        productive_s=sums["productive_s"], stride_steps=stride, median_step_s=med, rollbacks=rollbacks, gaps=gaps,
+        events=events, t_first=float(t0), t_last=float(t_last), gpus_min=m["g"][0], gpus_max=m["g"][1],
+        tokens_per_step_min=m["k"][0], tokens_per_step_max=m["k"][1], busy_gpu_seconds=sums["busy_gpu_s"],
+        mfu_logged_median=m["mfu"],
     )
     if led.advanced_tokens <= 0:
-        raise InputError("tokens", rec.where(len(s) - 1), "is zero over the steps that advanced",
+        raise InputError("tokens", rec.where(rec.last[3], rec.last[2]), "is zero over the steps that advanced",
                          "give --tokens-per-step or a tokens column with the tokens in each step")
-    for i in np.flatnonzero(~forward | gap)[:MAX_EVENTS]:
-        i = int(i)
-        led.events.append({
-            "kind": "rollback" if not forward[i] else "gap", "at": rec.where(i + 1),
-            "from_step": int(s[i]), "to_step": int(s[i + 1]), "seconds": float(dt[i]),
-            "steps_lost": int(max(0.0, high[i] - s[i + 1] + (d[i] if not forward[i] else 0.0))),
-        })
-    led.days = _per_day(rec, t, dt, {"gpu_seconds": gpu_s_pair, "advanced_tokens": new * k_next,
-                                     "processed_tokens": d * k_next, "productive_s": productive, "wall_s": dt})
-    for day in led.days:
-        day["usd"] = day["gpu_seconds"] / HOUR * usd_per_gpu_hour
+    led.days = days.table(usd_per_gpu_hour) if days is not None else []
     return led
 
 
-def _per_day(rec: Any, t: Any, dt: Any, q: dict[str, Any]) -> list[dict]:
-    """Additive per-pair quantities split over calendar days (UTC), pro rata across midnight."""
-    import datetime as _dt
-
+def _pairs_in_full(c: Any, prev: _Carry | None, s: Any, t: Any, g: Any, dt: Any, ds: Any, k_next: Any, *,
+                   last: float, stride: float, med: float, gap_factor: float, room: int, rec: Any) -> tuple:
+    """The per-pair quantities of a chunk with rollbacks, gaps or steps past the last (the module's rules)."""
     import numpy as np
 
-    origin = 0.0 if rec.time_absolute else float(t[0])
-    day_all = np.floor((t - origin) / DAY).astype(np.int64)
-    day0, day1 = day_all[:-1], day_all[1:]
-    lo = int(day0.min())
-    n_days = int(day1.max()) - lo + 1
-    idx = day0 - lo if lo else day0
-    sums = {name: np.bincount(idx, weights=arr, minlength=n_days) for name, arr in q.items()}
-    for i in np.flatnonzero((day1 != day0) & (dt > 0)):  # few: at most one per midnight
-        a, b = float(t[i]), float(t[i + 1])
-        for name, arr in q.items():  # move the whole pair out of its first day, then split it
-            sums[name][day0[i] - lo] -= arr[i]
-        for day in range(int(day0[i]), int(day1[i]) + 1):
-            start, end = max(a, origin + day * DAY), min(b, origin + (day + 1) * DAY)
-            frac = (end - start) / (b - a)
+    high = np.maximum.accumulate(s if prev is None else np.concatenate([[max(prev.high, prev.step)], s[1:]]))[:-1]
+    forward = ds > 0
+    d = np.where(forward, ds, stride)
+    reached = np.minimum(high, last)  # forward progress counts only from the high-water step, up to the last step
+    new = np.maximum(np.minimum(s[1:], last), reached) - reached
+    per_step = dt / d  # d > 0 everywhere (the stride after a rollback)
+    gap = forward & (per_step > gap_factor * med) if med > 0 else np.zeros_like(forward)
+    productive = np.where(forward, np.where(gap, np.minimum(dt, new * med), dt * new / d), 0.0)
+    gpu_s_pair = dt * g[:-1]
+    advanced = advanced_tokens(reached, last_step=reached + new, tokens_per_step=k_next)
+    q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": advanced, "processed_tokens": d * k_next,
+         "productive_s": productive, "wall_s": dt, "busy_gpu_seconds": productive * g[:-1]}
+    total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(d.sum()),
+             "advanced_tokens": float(q["advanced_tokens"].sum()), "processed_tokens": float(q["processed_tokens"].sum()),
+             "productive_s": float(productive.sum()), "busy_gpu_s": float(q["busy_gpu_seconds"].sum())}
+    off = 0 if prev is None else 1  # index into the chunk of a pair's second record: i + 1 - off
+    events = []
+    for i in np.flatnonzero(~forward | gap)[:room]:
+        i = int(i)
+        events.append({
+            "kind": "rollback" if not forward[i] else "gap",
+            "at": rec.where(c.source[i + 1 - off], c.line[i + 1 - off]),
+            "from_step": int(s[i]), "to_step": int(s[i + 1]), "seconds": float(dt[i]),
+            "steps_lost": int(max(0.0, high[i] - s[i + 1] + (d[i] if not forward[i] else 0.0))),
+        })
+    high_end = float(max(high[-1], s[-1])) if len(high) else float(s[-1])
+    return q, total, (int((~forward).sum()), int(gap.sum())), events, high_end
+
+
+class _Days:
+    """Additive per-pair quantities split over calendar days (UTC; from the first record when the clock is
+    not Unix time), pro rata across midnight, a chunk at a time."""
+
+    def __init__(self, rec: Any, t0: float, t_last: float):
+        import numpy as np
+
+        self.absolute = rec.time_absolute
+        self.origin = 0.0 if rec.time_absolute else t0
+        self.lo = int(np.floor((t0 - self.origin) / DAY))
+        self.n = int(np.floor((t_last - self.origin) / DAY)) - self.lo + 1
+        self.sums: dict[str, Any] = {}
+        self.counts = np.zeros(self.n, dtype=np.int64)
+
+    def add(self, t: Any, records_t: Any, q: dict[str, Any]) -> None:
+        import numpy as np
+
+        if not self.sums:
+            self.sums = {name: np.zeros(self.n) for name in q}
+        d_first, d_last = (int(np.floor((x - self.origin) / DAY)) - self.lo for x in (t[0], t[-1]))
+        if d_first == d_last:  # the usual chunk: all in one day (time is in order)
             for name, arr in q.items():
-                sums[name][day - lo] += arr[i] * frac
-    counts = np.bincount(day_all - lo, minlength=n_days)
-    days = []
-    for j in range(n_days):
-        if sums["wall_s"][j] <= 0 and counts[j] == 0:
-            continue
-        label = (_dt.datetime.fromtimestamp((lo + j) * DAY, _dt.UTC).strftime("%Y-%m-%d") if rec.time_absolute
-                 else f"day {lo + j + 1}")
-        days.append({"date": label, "records": int(counts[j]), **{n: float(v[j]) for n, v in sums.items()}})
-    return days
+                self.sums[name][d_first] += arr.sum()
+            self.counts[d_first] += len(records_t)
+            return
+        day = (np.floor((t - self.origin) / DAY)).astype(np.int64) - self.lo
+        day0, day1 = day[:-1], day[1:]
+        starts = np.concatenate([[0], np.flatnonzero(day0[1:] != day0[:-1]) + 1])  # day0 never falls: time is in order
+        for name, arr in q.items():
+            self.sums[name][day0[starts]] += np.add.reduceat(arr, starts)
+        for i in np.flatnonzero(day1 != day0):  # few: at most one per midnight
+            a, b = float(t[i]), float(t[i + 1])
+            if b <= a:
+                continue
+            for name, arr in q.items():  # move the whole pair out of its first day, then split it
+                self.sums[name][day0[i]] -= arr[i]
+            for k in range(int(day0[i]), int(day1[i]) + 1):
+                start = max(a, self.origin + (k + self.lo) * DAY)
+                end = min(b, self.origin + (k + self.lo + 1) * DAY)
+                for name, arr in q.items():
+                    self.sums[name][k] += arr[i] * (end - start) / (b - a)
+        rd = day[len(day) - len(records_t):]
+        self.counts += np.bincount(rd, minlength=self.n)
+
+    def table(self, usd_per_gpu_hour: float) -> list[dict]:
+        import datetime as _dt
+
+        out = []
+        for j in range(self.n):
+            if self.sums["wall_s"][j] <= 0 and self.counts[j] == 0:
+                continue
+            label = (_dt.datetime.fromtimestamp((self.lo + j) * DAY, _dt.UTC).strftime("%Y-%m-%d") if self.absolute
+                     else f"day {self.lo + j + 1}")
+            day = {"date": label, "records": int(self.counts[j]),
+                   **{n: float(v[j]) for n, v in self.sums.items() if n != "busy_gpu_seconds"}}
+            day["usd"] = day["gpu_seconds"] / HOUR * usd_per_gpu_hour
+            day["busy_gpu_seconds"] = float(self.sums["busy_gpu_seconds"][j])
+            out.append(day)
+        return out
 
 
 # ----------------------------------------------------------------------- running (live)

@@ -3,21 +3,29 @@
 Several logs of one run (a restart that wrote a new file) are put in time order by their
 first record when their clocks are Unix time; logs timed from their own start are
 chained in the order given, end to start (the time between them is not in the logs, so
-it is not counted, and the report says so). Exact duplicates (same step at the same
-time, a line written twice) are dropped and counted. Time must not go backwards: a log
-out of order is an error that names the lines, never a silent re-sort that would hide a
-restart; two logs whose times overlap are an error that names both. Time must advance:
-a log whose every record is at the same time (dates without a time of day) has no paid
-time to count.
+it is not counted, and the report says so). An exact duplicate (the same step at the same
+time as the record before: a line written twice) is dropped and counted. Time must not go
+backwards: a log out of order is an error that names the line, never a silent re-sort
+that would hide a restart, unless ``skip_bad_clock``: then a record earlier than the one
+before it is skipped and counted, or, when it is no earlier than the one before that, the
+one before it (a clock that jumped forward) is. Two logs whose times overlap are an error
+that names both. Time must advance: a log whose every record is at the same time (dates
+without a time of day) has no paid time to count.
+
+The records stay where the readers put them (frame by frame, in memory or spilled to a
+temporary file); :meth:`Records.chunks` hands them out in run order as numpy arrays, a
+piece at a time, so the arithmetic runs in bounded memory however long the log.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
+
+EXTRAS = ("mfu_logged",)  # columns the report reads besides the four fields
 
 
 class NotEnoughRecords(InputError):
@@ -25,27 +33,295 @@ class NotEnoughRecords(InputError):
 
 
 @dataclass
-class Records:
-    """Parallel arrays in log order (numpy), and where each record came from."""
+class Chunk:
+    """Records in run order (numpy arrays of one length)."""
 
     step: Any
     t_wall: Any
     gpus: Any
     tokens: Any
     line: Any
-    source: Any  # index into ``sources``
-    sources: list[str]
-    time_absolute: bool = True
-    duplicates: int = 0
-    location: str = "line"
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. mfu_logged, loss (numpy, aligned)
-    chained: bool = False  # logs timed from their own start, put end to start
+    source: Any
+    extras: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.step)
 
-    def where(self, i: int) -> str:
-        return f"{self.sources[int(self.source[i])]}:{self.location} {int(self.line[i])}"
+    def take(self, idx: Any) -> Chunk:
+        return Chunk(self.step[idx], self.t_wall[idx], self.gpus[idx], self.tokens[idx], self.line[idx],
+                     self.source[idx], {k: v[idx] for k, v in self.extras.items()})
+
+
+def _concat(a: Chunk, b: Chunk) -> Chunk:
+    import numpy as np
+
+    return Chunk(*(np.concatenate([getattr(a, f), getattr(b, f)]) for f in
+                   ("step", "t_wall", "gpus", "tokens", "line", "source")),
+                 {k: np.concatenate([a.extras.get(k, np.full(len(a), np.nan)), b.extras.get(k, np.full(len(b), np.nan))])
+                  for k in set(a.extras) | set(b.extras)})
+
+
+def _chunk(df: Any, source: int, offset: float) -> Chunk:
+    import numpy as np
+    import polars as pl
+
+    t = df["t_wall"].to_numpy()
+    if offset:
+        t = t + offset
+    return Chunk(df["step"].to_numpy().astype(np.float64), t, df["gpus_allocated"].to_numpy(),
+                 df["tokens"].to_numpy(), df["line"].to_numpy(), np.full(df.height, source, dtype=np.int32),
+                 {c: df[c].cast(pl.Float64, strict=False).to_numpy() for c in EXTRAS if c in df.columns})
+
+
+@dataclass
+class Records:
+    """The records of a run, read a chunk at a time (:meth:`chunks`), with what was found checking them."""
+
+    parts: list[tuple[int, Any]]  # (source index, FrameStore or Chunk) in run order
+    sources: list[str]
+    time_absolute: bool = True
+    location: str = "line"
+    chained: bool = False  # logs timed from their own start, put end to start
+    offsets: dict[int, float] = field(default_factory=dict)  # source -> seconds added (chained logs)
+    skip_bad_clock: bool = False
+    clock_per_record: bool = True
+    duplicates: int = 0
+    bad_clock: list[tuple[int, int]] = field(default_factory=list)  # (source, line) of the first few skipped
+    bad_clock_count: int = 0
+    n: int = 0
+    first: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)  # step, t_wall, line, source
+    last: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)
+    jump: tuple[float, int, int, float, float] = (0.0, 0, 0, 0.0, 0.0)  # the clock's largest step: s, source, line,
+    # from, to
+
+    @classmethod
+    def of(cls, *, step: Any, t_wall: Any, gpus: Any, tokens: Any, line: Any, source: Any, sources: list[str],
+           **kw: Any) -> Records:
+        """Records from arrays already in run order (one chunk), checked as a log's would be."""
+        import numpy as np
+
+        c = Chunk(np.asarray(step, dtype=float), np.asarray(t_wall, dtype=float), np.asarray(gpus, dtype=float),
+                  np.asarray(tokens, dtype=float), np.asarray(line), np.asarray(source, dtype=np.int32))
+        rec = cls(parts=[(0, c)], sources=sources, **kw)
+        rec.check()
+        return rec
+
+    _counting = False
+
+    def __len__(self) -> int:
+        return self.n
+
+    def where(self, source: int, line: int) -> str:
+        return f"{quote(self.sources[int(source)])}:{self.location} {int(line)}"
+
+    # ---------------------------------------------------------------------------------------------- the pass
+    def chunks(self, *, counting: bool = False) -> Iterator[Chunk]:
+        """The records in run order, duplicates and (with ``skip_bad_clock``) bad clocks dropped (and, when
+        ``counting``, counted)."""
+        import numpy as np
+
+        self._counting = counting
+        if self.skip_bad_clock:
+            yield from self._held_chunks()
+            return
+        prev: tuple[float, float, int, int] | None = None  # step, t_wall, source, line of the last handed out
+        for c in self._raw():
+            if prev is not None and c.source[0] != prev[2] and c.t_wall[0] < prev[1]:
+                self._overlap(prev, c)
+            t, s = c.t_wall, c.step
+            dt = np.diff(t)
+            if not (np.all(dt >= 0) and (prev is None or t[0] >= prev[1])):
+                i = 0 if prev is not None and t[0] < prev[1] else int(np.flatnonzero(dt < 0)[0]) + 1
+                before = prev if i == 0 else (s[i - 1], t[i - 1], c.source[i - 1], c.line[i - 1])
+                self._backwards(before, c, i)
+            dup = np.zeros(len(c), dtype=bool)
+            dup[1:] = (dt == 0) & (np.diff(s) == 0)
+            if prev is not None:
+                dup[0] = t[0] == prev[1] and s[0] == prev[0]
+            if dup.any():
+                if counting:
+                    self.duplicates += int(dup.sum())
+                c = c.take(np.flatnonzero(~dup))
+            if len(c):
+                prev = (float(c.step[-1]), float(c.t_wall[-1]), int(c.source[-1]), int(c.line[-1]))
+                yield c
+
+    def _raw(self) -> Iterator[Chunk]:
+        for source, part in self.parts:
+            for df in ([part] if isinstance(part, Chunk) else part):
+                c = df if isinstance(df, Chunk) else _chunk(df, source, self.offsets.get(source, 0.0))
+                if len(c):
+                    yield c
+
+    def _held_chunks(self) -> Iterator[Chunk]:
+        """With ``skip_bad_clock``: a record's fate can hang on the one after it (a clock that jumped forward
+        is found by the record that comes back), so the last two kept of each chunk wait for the next."""
+        import numpy as np
+
+        held: Chunk | None = None
+        for c in self._raw():
+            if held is not None and c.source[0] != held.source[-1] and c.t_wall[0] < held.t_wall[-1]:
+                self._overlap((held.step[-1], held.t_wall[-1], held.source[-1], held.line[-1]), c)
+            c = c if held is None else _concat(held, c)
+            keep = self._keep_in_order(c)
+            c = c if keep.all() else c.take(np.flatnonzero(keep))
+            if len(c) > 2:
+                yield c.take(slice(0, len(c) - 2))
+                held = c.take(slice(len(c) - 2, len(c)))
+            else:
+                held = c
+        if held is not None and len(held):
+            yield held
+
+    def _keep_in_order(self, c: Chunk) -> Any:
+        """Which records of ``c`` stay: not a duplicate of the one before, and in time order (the rule of the
+        module, record by record where time goes backwards). Its first record stays."""
+        import numpy as np
+
+        t, s = c.t_wall, c.step
+        dt = np.diff(t)
+        keep = np.ones(len(c), dtype=bool)
+        if np.all(dt >= 0):
+            keep[1:] = ~((dt == 0) & (np.diff(s) == 0))
+            if self._counting:
+                self.duplicates += int((~keep).sum())
+            return keep
+        kept = [0]
+        for i in range(1, len(c)):
+            j = kept[-1]
+            if t[i] == t[j] and s[i] == s[j]:
+                keep[i] = False
+                if self._counting:
+                    self.duplicates += 1
+            elif t[i] >= t[j]:
+                kept.append(i)
+            elif len(kept) >= 2 and t[i] >= t[kept[-2]]:
+                keep[j] = False  # the record before jumped forward: it is the bad one
+                self._bad(c, j)
+                kept[-1] = i
+            else:
+                keep[i] = False
+                self._bad(c, i)
+        return keep
+
+    def _bad(self, c: Chunk, i: int) -> None:
+        if self._counting:
+            self.bad_clock_count += 1
+            if len(self.bad_clock) < 20:
+                self.bad_clock.append((int(c.source[i]), int(c.line[i])))
+
+    def _overlap(self, prev: tuple, c: Chunk) -> None:
+        a, b = self.sources[int(prev[2])], self.sources[int(c.source[0])]
+        raise InputError("logs", f"{a}, {b}",
+                         f"must not overlap in time ({quote(b)} starts at {_fmt_t(c.t_wall[0], self.time_absolute)}, "
+                         f"before {quote(a)} ends at {_fmt_t(prev[1], self.time_absolute)} at "
+                         f"{self.where(prev[2], prev[3])})",
+                         "give the logs of one run, whose restarts follow each other; two jobs that ran at once "
+                         "are two runs: report each on its own")
+
+    def _backwards(self, before: tuple, c: Chunk, i: int) -> None:
+        raise InputError("t_wall", f"{_fmt_t(c.t_wall[i], self.time_absolute)} at {self.where(c.source[i], c.line[i])}",
+                         f"must not go backwards (it was {_fmt_t(before[1], self.time_absolute)} at "
+                         f"{self.where(before[2], before[3])}; {self._places()} place(s) in all)",
+                         "a step log must be in time order: give each restart's log as its own file, or "
+                         "--skip-bad-clock to skip (and count) each record whose clock goes backwards")
+
+    def _places(self) -> int:
+        """How many times the clock goes backwards in the logs (for the error's count)."""
+        import numpy as np
+
+        places, prev = 0, None
+        for source, part in self.parts:
+            prev = None  # across logs it is an overlap, said otherwise
+            for df in ([part] if isinstance(part, Chunk) else part):
+                t = df.t_wall if isinstance(df, Chunk) else df["t_wall"].to_numpy()
+                if prev is not None and len(t):
+                    t = np.concatenate([[prev], t])
+                places += int((np.diff(t) < 0).sum())
+                prev = t[-1] if len(t) else prev
+        return places
+
+    # ---------------------------------------------------------------------------------------------- checking
+    def check(self, clock: str = "") -> None:
+        """One pass over the records: the errors of the module, and what the arithmetic needs from all of them
+        before it starts (:class:`Tally`). ``clock``: the logs' clock resolution, when they say it."""
+        import numpy as np
+
+        self.duplicates = self.bad_clock_count = 0
+        self.bad_clock = []
+        tally = Tally()
+        for c in self.chunks(counting=True):
+            tally.add(c)
+        self.tally = tally
+        self.n = n = tally.n
+        if tally.first is None or tally.last is None:
+            raise NotEnoughRecords("log", ", ".join(self.sources), "has no step records",
+                                   "give a log with step, t_wall, gpus_allocated and tokens per record")
+        first, last = self.first, self.last = tally.first, tally.last
+        self.jump = tally.jump
+        if n == 1:
+            raise NotEnoughRecords("log", self.sources[first[3]], f"has one step record (step {int(first[0])} at "
+                                   f"{self.location} {first[2]}): a cost needs at least two, and the time between them",
+                                   "give a longer log")
+        if last[1] <= first[1]:
+            whole = all(bool(np.all(c.t_wall == np.floor(c.t_wall))) for c in self.chunks())
+            clock = clock or ("whole seconds: a 1-s resolution" if whole else "fractions of a second")
+            raise NotEnoughRecords("t_wall", f"{_fmt_t(first[1], self.time_absolute)} at {self.where(first[3], first[2])} "
+                                   f"to {self.where(last[3], last[2])}",
+                                   f"does not advance: all {n} records (steps {int(tally.steps[0])} to "
+                                   f"{int(tally.steps[1])}) are at one time, so there is no paid time to count (the "
+                                   f"log's clock has {clock})",
+                                   "log the wall time of each step to the second: ISO timestamps with a time of day, "
+                                   "or Unix seconds")
+
+
+class Tally:
+    """What one pass over the records finds: how many, the first and the last, the extremes, the largest
+    step of the clock, and the values of the medians the arithmetic's rules need (forward step differences
+    and step times; the trainer's own MFU)."""
+
+    def __init__(self) -> None:
+        from napkin.ledger.median import Values
+
+        self.n = 0
+        self.first: tuple[float, float, int, int] | None = None  # step, t_wall, line, source
+        self.last: tuple[float, float, int, int] | None = None
+        self.jump = (0.0, 0, 0, 0.0, 0.0)  # seconds, source, line (of the record after), from, to
+        self.steps = [float("inf"), float("-inf")]
+        self.gpus = [float("inf"), float("-inf")]
+        self.tokens = [float("inf"), float("-inf")]
+        self.forward_ds, self.forward_step_s, self.mfu_logged = Values(), Values(), Values()
+        self.rising = 0  # forward pairs whose tokens rise (a cumulative column rises at nearly all)
+
+    def add(self, c: Chunk) -> None:
+        import numpy as np
+
+        if self.first is None:
+            self.first = (float(c.step[0]), float(c.t_wall[0]), int(c.line[0]), int(c.source[0]))
+            t, s, k, off = c.t_wall, c.step, c.tokens, 1
+        else:
+            t, s, k, off = (np.concatenate([[self.last[1]], c.t_wall]), np.concatenate([[self.last[0]], c.step]),
+                            np.concatenate([[self.last_tokens], c.tokens]), 0)
+        if len(t) > 1:
+            dt, ds = np.diff(t), np.diff(s)
+            j = int(np.argmax(dt))
+            if dt[j] > self.jump[0]:
+                self.jump = (float(dt[j]), int(c.source[j + off]), int(c.line[j + off]), float(t[j]), float(t[j + 1]))
+            forward = ds > 0
+            if self.tokens[0] < self.tokens[1] or k.min() < k.max():  # tokens that vary: do they rise with the step?
+                self.rising += int((forward & (np.diff(k) > 0)).sum())
+            if not forward.all():
+                dt, ds = dt[forward], ds[forward]
+            self.forward_ds.add(ds)
+            self.forward_step_s.add(dt / ds)
+        logged = c.extras.get("mfu_logged")
+        if logged is not None:
+            self.mfu_logged.add(logged[np.isfinite(logged)])
+        self.last = (float(c.step[-1]), float(c.t_wall[-1]), int(c.line[-1]), int(c.source[-1]))
+        self.last_tokens = float(c.tokens[-1])
+        for span, arr in ((self.steps, c.step), (self.gpus, c.gpus), (self.tokens, c.tokens)):
+            span[0], span[1] = min(span[0], float(arr.min())), max(span[1], float(arr.max()))
+        self.n += len(c)
 
 
 def _fmt_t(t: float, absolute: bool) -> str:
@@ -57,88 +333,44 @@ def _fmt_t(t: float, absolute: bool) -> str:
     return f"{t:g} s"
 
 
-def combine(reads: list[Any], *, extra_columns: tuple[str, ...] = ("mfu_logged", "loss")) -> Records:
-    """One Records from several LogReads; duplicates dropped and counted; time order checked."""
-    import numpy as np
-    import polars as pl
-
+def combine(reads: list[Any], *, skip_bad_clock: bool = False) -> Records:
+    """One Records from several LogReads, in run order and checked (see the module)."""
     if not reads:
         raise InputError("logs", "nothing", "is required", "give one or more step logs")
-    frames = []
     absolute = all(r.time_absolute for r in reads)
     if not absolute and any(r.time_absolute for r in reads) and len(reads) > 1:
         raise InputError("logs", ", ".join(r.path for r in reads),
                          "mix Unix timestamps and seconds-from-start", "give logs with one kind of clock")
-    order = list(range(len(reads)))
+    firsts = {i: _first_t(r) for i, r in enumerate(reads)}
+    order = [i for i in range(len(reads)) if firsts[i] is not None]
     if absolute:
-        order.sort(key=lambda i: reads[i].frame["t_wall"].min() if reads[i].frame.height else float("inf"))
-    offset = 0.0
-    for idx in order:
-        r = reads[idx]
-        f = r.frame
-        if f.height == 0:
-            continue
-        keep = ["line", "step", "t_wall", "gpus_allocated", "tokens",
-                *[c for c in extra_columns if c in f.columns]]
-        f = f.select(keep).with_columns(pl.lit(idx, dtype=pl.Int32).alias("source"))
-        if not absolute and len(reads) > 1:
-            f = f.with_columns(pl.col("t_wall") - f["t_wall"][0] + offset)
-            offset = float(f["t_wall"][-1])
-        frames.append(f)
-    if not frames:
+        order.sort(key=lambda i: firsts[i])
+    offsets: dict[int, float] = {}
+    chained = not absolute and len(order) > 1
+    if chained:
+        end = 0.0
+        for i in order:
+            offsets[i] = end - firsts[i]
+            end = _last_t(reads[i]) + offsets[i]
+    rec = Records(parts=[(i, reads[i].frames) for i in order], sources=[r.path for r in reads],
+                  time_absolute=absolute, location=reads[0].location, chained=chained, offsets=offsets,
+                  skip_bad_clock=skip_bad_clock, clock_per_record=all(r.clock_per_record for r in reads))
+    if not order:
         shown = reads[0]
         detail = ""
         if shown.skipped:
             detail = f" ({shown.skipped_count} skipped: " + "; ".join(
                 f"{shown.location} {n}: {why}" for n, why in shown.skipped[:3]) + ")"
         raise NotEnoughRecords("log", ", ".join(r.path for r in reads), "has no step records" + detail,
-                         "give a log with step, t_wall, gpus_allocated and tokens per record")
-    df = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-    n_before = df.height
-    t_np, s_np = df["t_wall"].to_numpy(), df["step"].to_numpy()
-    if np.all(np.diff(t_np) >= 0):
-        # time in order: a duplicate line repeats the step and time of its predecessor
-        dup = np.zeros(len(t_np), dtype=bool)
-        dup[1:] = (np.diff(t_np) == 0) & (np.diff(s_np) == 0)
-        if dup.any():
-            df = df.filter(pl.Series(~dup))
-    else:
-        df = df.filter(pl.struct(["step", "t_wall"]).is_first_distinct())
-    duplicates = n_before - df.height
-    sources = [r.path for r in reads]
-    rec = Records(step=df["step"].to_numpy(), t_wall=df["t_wall"].to_numpy(), gpus=df["gpus_allocated"].to_numpy(),
-                  tokens=df["tokens"].to_numpy(), line=df["line"].to_numpy(), source=df["source"].to_numpy(),
-                  sources=sources, time_absolute=absolute, duplicates=duplicates, location=reads[0].location,
-                  extras={c: df[c].cast(pl.Float64, strict=False).to_numpy() for c in extra_columns
-                          if c in df.columns},  # a text value (a nested object kept as text) is NaN here
-                  chained=not absolute and len(frames) > 1)
-    if len(rec) == 1:
-        raise NotEnoughRecords("log", sources[0], f"has one step record (step {int(rec.step[0])} at "
-                         f"{rec.location} {int(rec.line[0])}): a cost needs at least two, and the time between them",
-                         "give a longer log")
-    back = np.flatnonzero(np.diff(rec.t_wall) < 0)
-    if back.size:
-        i = int(back[0]) + 1
-        if rec.source[i] != rec.source[i - 1]:  # two logs: the later one starts before the earlier one ends
-            a, b = sources[int(rec.source[i - 1])], sources[int(rec.source[i])]
-            raise InputError("logs", f"{a}, {b}",
-                             f"must not overlap in time ({b} starts at {_fmt_t(rec.t_wall[i], absolute)}, before "
-                             f"{a} ends at {_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)})",
-                             "give the logs of one run, whose restarts follow each other; two jobs that ran at once "
-                             "are two runs: report each on its own")
-        raise InputError("t_wall", f"{_fmt_t(rec.t_wall[i], absolute)} at {rec.where(i)}",
-                         f"must not go backwards (it was {_fmt_t(rec.t_wall[i - 1], absolute)} at {rec.where(i - 1)}; "
-                         f"{back.size} place(s) in all)",
-                         "a step log must be in time order; give each restart's log as its own file")
-    if rec.t_wall[-1] <= rec.t_wall[0]:
-        whole = np.all(rec.t_wall == np.floor(rec.t_wall))
-        clock = next((r.clock for r in reads if r.clock), "") or (
-            "whole seconds: a 1-s resolution" if whole else "fractions of a second")
-        raise NotEnoughRecords("t_wall", f"{_fmt_t(rec.t_wall[0], absolute)} at {rec.where(0)} to "
-                               f"{rec.where(len(rec) - 1)}",
-                               f"does not advance: all {len(rec)} records (steps {int(rec.step.min())} to "
-                               f"{int(rec.step.max())}) are at one time, so there is no paid time to count (the "
-                               f"log's clock has {clock})",
-                               "log the wall time of each step to the second: ISO timestamps with a time of day, "
-                               "or Unix seconds")
+                               "give a log with step, t_wall, gpus_allocated and tokens per record")
+    rec.check(next((r.clock for r in reads if r.clock), ""))
     return rec
+
+
+def _first_t(read: Any) -> float | None:
+    df = None if read.frames is None else read.frames.first()
+    return None if df is None else float(df["t_wall"][0])
+
+
+def _last_t(read: Any) -> float:
+    return float(read.frames.last()["t_wall"][-1])

@@ -18,7 +18,7 @@ import time
 import zlib
 from typing import Any
 
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -61,18 +61,27 @@ def default_path() -> str:
 
 class Store:
     def __init__(self, path: str | None = None):
+        given = path or os.environ.get("NAPKIN_LEDGER_STORE")
         self.path = path or default_path()
         folder = os.path.dirname(os.path.abspath(self.path))
+        if given and not os.path.isdir(folder):  # a typo would start a new store elsewhere: say so
+            raise InputError("store", self.path, "is in a folder that does not exist",
+                             "create the folder first, or give --store PATH in an existing folder")
+        if os.path.exists(self.path) and not os.path.isfile(self.path):
+            raise InputError("store", self.path, "is not a regular file", "give --store PATH of a store file")
         try:
-            os.makedirs(folder, exist_ok=True)
+            if not given:
+                os.makedirs(folder, exist_ok=True)  # napkin's own folder under $XDG_DATA_HOME
             self.db = sqlite3.connect(self.path)
         except (OSError, sqlite3.Error) as exc:
-            raise InputError("store", self.path, f"cannot be opened ({exc})", "give --store PATH in a writable folder") from None
+            raise InputError("store", self.path, f"cannot be opened ({quote(exc)})",
+                             "give --store PATH in a writable folder") from None
         self.db.execute("PRAGMA foreign_keys = ON")
         try:
             self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise InputError("store", self.path, f"is not a napkin ledger store ({exc})", "give another --store") from None
+            raise InputError("store", self.path, f"is not a napkin ledger store ({quote(exc)})",
+                             "give another --store") from None
 
     def close(self) -> None:
         self.db.close()
@@ -130,10 +139,8 @@ class Store:
             self.db.execute(f"DELETE FROM sources WHERE run_id = ? AND path NOT IN ({','.join('?' * len(paths))})",
                             (rid, *paths))
         for path, r in zip(paths, reads):
-            f = r.frame
-            blob = _pack(f) if keep_records else None
-            first_t = float(f["t_wall"].min()) if f.height else None
-            last_t = float(f["t_wall"].max()) if f.height else None
+            blob = _pack(r.frames) if keep_records else None
+            first_t, last_t = _t_range(r.frames)
             self.db.execute(
                 "INSERT INTO sources (run_id, path, format, location, time_absolute, records, skipped, skipped_lines,"
                 " notes, first_t, last_t, added_s, data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -141,7 +148,7 @@ class Store:
                 " time_absolute=excluded.time_absolute, records=excluded.records, skipped=excluded.skipped,"
                 " skipped_lines=excluded.skipped_lines, notes=excluded.notes, first_t=excluded.first_t,"
                 " last_t=excluded.last_t, added_s=excluded.added_s, data=excluded.data",
-                (rid, path, r.format, r.location, int(r.time_absolute), f.height, r.skipped_count,
+                (rid, path, r.format, r.location, int(r.time_absolute), r.records, r.skipped_count,
                  json.dumps(r.skipped), json.dumps({"notes": r.notes, "warnings": r.warnings}), first_t, last_t,
                  time.time(), blob))
         self.db.commit()
@@ -152,7 +159,7 @@ class Store:
 
         rid = self.run_id(name)
         if rid is None:
-            raise InputError("run", name, "is not in the store", f"see `napkin ledger runs --store {self.path}`")
+            raise InputError("run", name, "is not in the store", f"see `napkin ledger runs --store {quote(self.path)}`")
         out = []
         excl = {os.path.abspath(p) for p in exclude}
         for row in self.db.execute("SELECT path, format, location, time_absolute, skipped, skipped_lines, notes, data"
@@ -161,10 +168,10 @@ class Store:
             if path in excl:
                 continue
             if data is None:
-                raise InputError("run", name, f"has no stored records for {path}",
+                raise InputError("run", name, f"has no stored records for {quote(path)}",
                                  "report it again with --run NAME so its records are kept")
             extra = json.loads(notes or "{}")
-            r = LogRead(frame=_unpack(data), format=fmt, path=path, location=location or "line",
+            r = LogRead(frames=_unpack(data), format=fmt, path=path, location=location or "line",
                         skipped_count=int(skipped or 0), skipped=[tuple(x) for x in json.loads(skipped_lines or "[]")],
                         time_absolute=bool(absolute), notes=list(extra.get("notes", [])),
                         warnings=[tuple(w) for w in extra.get("warnings", [])])
@@ -192,19 +199,32 @@ class Store:
         self.db.commit()
 
 
-def _pack(frame: Any) -> bytes:
+def _t_range(frames: Any) -> tuple[float | None, float | None]:
+    lo = hi = None
+    for f in frames or []:
+        a, b = float(f["t_wall"].min()), float(f["t_wall"].max())
+        lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+    return lo, hi
+
+
+def _pack(frames: Any) -> bytes:
+    """The records as n, then each column whole (little-endian), compressed a piece at a time."""
     import numpy as np
 
-    n = frame.height
-    parts = [n.to_bytes(8, "little")]
+    z = zlib.compressobj(1)
+    parts = [z.compress(frames.height.to_bytes(8, "little"))]
     for name, dtype in COLUMNS:
-        parts.append(np.ascontiguousarray(frame[name].to_numpy(), dtype=dtype).tobytes())
-    return zlib.compress(b"".join(parts), 1)
+        for f in frames:
+            parts.append(z.compress(np.ascontiguousarray(f[name].to_numpy(), dtype=dtype).tobytes()))
+    parts.append(z.flush())
+    return b"".join(parts)
 
 
 def _unpack(blob: bytes) -> Any:
     import numpy as np
     import polars as pl
+
+    from napkin.ledger.readers.lines import FrameStore
 
     raw = zlib.decompress(blob)
     n = int.from_bytes(raw[:8], "little")
@@ -213,4 +233,4 @@ def _unpack(blob: bytes) -> Any:
         arr = np.frombuffer(raw, dtype=dtype, count=n, offset=pos)
         cols[name] = arr
         pos += 8 * n
-    return pl.DataFrame(cols)
+    return FrameStore(frames=[pl.DataFrame(cols)])

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from napkin import units
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 from napkin.ledger.readers import Unparseable
 from napkin.ledger.records import NotEnoughRecords
 
@@ -55,23 +55,34 @@ class Watcher:
         self.seen: tuple[int, int, bytes] | None = None  # (size, inode, head) of the last read line log
         self.restart_lines: list[str] = []  # said with the next update
 
-    def _content(self) -> bytes | None:
-        with open(self.path, "rb") as fh:
-            data = fh.read()
-        if self.fmt in LINE_FORMATS:
-            cut = data.rfind(b"\n")
-            data = data[:cut + 1] if cut >= 0 else b""
-        return data
+    def _whole_lines(self) -> tuple[int, bytes]:
+        """(bytes up to the last line end, the first HEAD_BYTES) of a line log: its half-written last line waits.
+        Read from the end back, a piece at a time: never the whole log in memory."""
+        from napkin.files import open_regular
+
+        with open_regular(self.path, "log") as fh:
+            head = fh.read(HEAD_BYTES)
+            pos = os.fstat(fh.fileno()).st_size
+            while pos > 0:
+                step = min(65536, pos)
+                fh.seek(pos - step)
+                i = fh.read(step).rfind(b"\n")
+                if i >= 0:
+                    cut = pos - step + i + 1
+                    return cut, head[:cut]
+                pos -= step
+        return 0, b""
 
     def poll(self) -> Update | None:
-        from napkin.ledger.calculator import build_report, read_options
+        from napkin.ledger.inputs import read_options
+        from napkin.ledger.report import build_report
         from napkin.ledger.readers import read_log, sniff
         from napkin.ledger.records import combine
 
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return self._wait(f"{self.path} does not exist yet")
+            return self._wait(f"{quote(self.path)} does not exist yet")
         sig = (st.st_size, st.st_mtime, st.st_ino)
         if sig == self.signature:
             return None
@@ -83,34 +94,31 @@ class Watcher:
             elif st.st_ino != ino:
                 self._restarted("another file is at its path")
         if st.st_size == 0:
-            return self._wait(f"{self.path} is empty")
+            return self._wait(f"{quote(self.path)} is empty")
         opts = read_options(self.req)
         if self.fmt is None:
             self.fmt = opts.format if opts.format != "auto" else sniff(self.path)[0]
         opts.format = self.fmt
         try:
-            data = self._content() if self.fmt not in ("parquet", "tensorboard") else None
-            if data is not None and self.seen is not None and self.fmt in LINE_FORMATS:
-                head = self.seen[2]
-                if data[:len(head)] != head:
-                    self._restarted("its first lines changed")
-            if data is not None and not data:
-                return self._wait(f"{self.path} has no complete line yet")
-            read = read_log(self.path, opts, content=data, name=self.path) if data is not None else \
-                read_log(self.path, opts)
+            cut, head = self._whole_lines() if self.fmt in LINE_FORMATS else (None, b"")
+            if cut is not None and self.seen is not None and head[:len(self.seen[2])] != self.seen[2]:
+                self._restarted("its first lines changed")
+            if cut == 0:
+                return self._wait(f"{quote(self.path)} has no complete line yet")
+            read = read_log(self.path, opts, limit=cut)
             if self.last_read is not None and _first(read) != _first(self.last_read):
                 self._restarted("its first record changed")
             reads = [*self.earlier, read]
             try:
-                report = build_report(self.req, reads, combine(reads))
+                report = build_report(self.req, reads, combine(reads, skip_bad_clock=self.req.skip_bad_clock))
             except NotEnoughRecords:
                 raise
             except InputError as exc:
                 if not self.earlier:
                     raise
                 # the parts do not join (their times overlap): say so loudly, report the log as it is now
-                report = build_report(self.req, [read], combine([read]))
-                self.restart_lines.append(f"WARNING: the earlier part(s) of the run cannot be joined to {self.path} "
+                report = build_report(self.req, [read], combine([read], skip_bad_clock=self.req.skip_bad_clock))
+                self.restart_lines.append(f"WARNING: the earlier part(s) of the run cannot be joined to {quote(self.path)} "
                                           f"({exc}): reporting the file as it is now, without their cost")
                 self.earlier = []
         except NotEnoughRecords as exc:
@@ -118,11 +126,11 @@ class Watcher:
         except Unparseable as exc:  # a whole file (trainer_state.json) caught while being rewritten
             self.signature = None  # read it again next time even if it has not changed since
             return self._wait(f"{exc} (not complete yet? trying again)")
-        if data is not None:
-            self.seen = (len(data), st.st_ino, data[:HEAD_BYTES])
+        if cut is not None:
+            self.seen = (cut, st.st_ino, head)
         self.last_read = read
         if self.earlier:
-            report.note(f"{self.path} was overwritten by {len(self.earlier)} restart(s): the records read before "
+            report.note(f"{quote(self.path)} was overwritten by {len(self.earlier)} restart(s): the records read before "
                         "each are kept as an earlier part of the run (records written after the last refresh "
                         "before it were not read)")
         self.report = report
@@ -141,7 +149,7 @@ class Watcher:
         self.earlier.append(dataclasses.replace(prev, path=f"{self.path} (part {k}, overwritten)"))
         cost = "" if self.report is None else f"; {units.fmt_auto(self.report['realised_usd'], 'usd')} so far"
         self.restart_lines.append(
-            f"restart: {self.path} was overwritten ({why}): the {f.height:,} records read before (steps "
+            f"restart: {quote(self.path)} was overwritten ({why}): the {f.height:,} records read before (steps "
             f"{int(f['step'][0]):,} to {int(f['step'][-1]):,}{cost}) are kept as part {k} of the run")
 
     def _wait(self, why: str) -> Update | None:

@@ -77,6 +77,9 @@ async def read_input(request: Request, name: str) -> dict[str, Any]:
         return {}
     try:
         raw = json.loads(body)
+    except RecursionError:  # [[[[... a few thousand deep: the parser's own bound, before any field is read
+        raise InputError("body", body[:80].decode("utf-8", "replace"), "is nested too deeply to be a request",
+                         'send one object of values, lists and NAME: VALUE pairs, such as {"params": "7B"}') from None
     except (ValueError, UnicodeDecodeError):
         raise InputError("body", body[:80].decode("utf-8", "replace"), "is not valid JSON",
                          'send an object such as {"params": "7B"}') from None

@@ -4,6 +4,7 @@
 
 * :mod:`napkin.web.api`: the JSON API's handlers (what each route answers);
 * :mod:`napkin.web.calculation`: one calculation from raw values, with what the web refuses;
+* :mod:`napkin.web.names`: what a name or a file may be on the web (catalog names or uploads);
 * :mod:`napkin.web.views`: what the page shows (formatted figures, tables, the working);
 * :mod:`napkin.web.command`: the same calculation as a shell command;
 * :mod:`napkin.web.uploads`: uploaded files, kept in memory;

@@ -7,15 +7,14 @@ the CLI allows (server paths, processes, unbounded planner grids) and the upload
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any, Callable
 
 from napkin.errors import InputError
-from napkin.web.uploads import is_upload, uploads_as_paths
+from napkin.web.uploads import uploads_as_paths
 
 # calculator name -> the words after `napkin` on the command line, where they differ
-COMMAND_WORDS: dict[str, list[str]] = {"plan-serve": ["plan", "serve"], "ledger": ["ledger", "report"]}
+COMMAND_WORDS: dict[str, list[str]] = {"plan-serve": ["plan", "serve"], "plan-train": ["plan", "train"],
+                                       "ledger": ["ledger", "report"]}
 
 # Attached to calculators that have no charts of their own (their modules belong to others).
 FALLBACK_CHARTS: dict[str, str] = {
@@ -35,11 +34,14 @@ def _plan_serve_grid(req: Any) -> int:
     return len(req.gpu) * len(req.precision) * sizes * sizes * len(set(req.batch))
 
 
+# The numbers the web takes, in size, in base units (0 aside): no physical input to these calculators is
+# larger than 1e30 (a frontier training run is about 1e26 FLOP, a year about 3e7 s) or smaller than 1e-30,
+# and within them the products and quotients a calculation forms stay far inside the range of a float;
+# 1.7e308 GPUs or 5e-324 tokens overflowed to inf or divided by zero (issue 15).
+WEB_NUMBER_RANGE = (1e-30, 1e30)
+
 # calculator name -> the size of the grid a request asks for (checked against WEB_GRID_CAP)
 GRID_SIZE: dict[str, Callable[[Any], int]] = {"plan-serve": _plan_serve_grid}
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+:@-]{0,127}$")
-
 
 def calculator(name: str) -> Any:
     """The registered Calculator (UnknownName for a name not in the registry).
@@ -65,35 +67,47 @@ def command_words(name: str) -> list[str]:
 
 
 def web_checks(name: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """What the web refuses that the CLI allows: server-side paths, and unbounded grids.
+    """What the web refuses that the CLI allows: server-side paths, processes, and values the form cannot send.
 
-    A ``path`` field must be an upload (the page never reads the server's files); a
-    ``name`` field must be a catalog name, not a path to a config.json on the server.
-    Planner grids are capped in :func:`parse`.
+    A ``path`` field must be an upload and a ``name`` field a catalog name (or, for a model, an
+    uploaded config.json), also inside free-text lists such as serve's waterfall
+    (:mod:`napkin.web.names`); a field takes a value, a list of values or NAME: VALUE pairs,
+    never deeper nesting, and a single-value field never a list. Planner grids and the range of
+    numbers are checked in :func:`parse`.
     """
+    from napkin.request import field_name
+    from napkin.web.names import check_field
+
     calc = calculator(name)
     infos = field_infos(calc)
+    command = " ".join(command_words(name))
     out = dict(raw)
     for key, val in raw.items():
-        info = infos.get(key.replace("-", "_").lstrip("_"))
-        if info is None or val is None or val == "":
+        try:
+            info = infos[field_name(infos, key)]
+        except InputError:  # not a field: the request's parse names it, with the closest fields
+            continue
+        if val is None or val == "" or val == [] or val == {}:
             continue
         if info.meta.get("cli_only"):  # where the server connects, how many processes it starts
             raise InputError(info.name, val, "is not available on the web page",
-                             f"run `{' '.join(command_words(name))} {info.option} ...` in a terminal")
-        if info.kind == "path" and not is_upload(val):
-            raise InputError(info.name, val, "must be an uploaded file on the web page",
-                             f"upload it, or run `{' '.join(command_words(name))} {info.option} FILE` in a terminal")
-        if info.kind == "name":
-            items = val if isinstance(val, list) else [val]
-            if info.container == "list":
-                items = [p for item in items for p in (str(item).split(",") if isinstance(item, str) else [item])]
-            for item in items:
-                text = str(item).strip()
-                if text and (not _NAME_RE.match(text) or text.endswith(".json") or os.path.exists(text)):
-                    raise InputError(info.name, text, "must be a catalog name on the web page",
-                                     "a config.json path works from the CLI: `napkin model path/config.json`")
+                             f"run `{command} {info.option} ...` in a terminal")
+        _check_shape(info, val)
+        check_field(info, val, infos, command)
     return out
+
+
+def _check_shape(info: Any, val: Any) -> None:
+    """A value, a list of values or an object of values: what a field's parser reads (nothing deeper)."""
+    items = val if isinstance(val, list) else list(val.values()) if isinstance(val, dict) else []
+    if any(isinstance(v, (list, dict)) for v in items):
+        raise InputError(info.name, "a nested list or object", "must be a value, a list of values or NAME: VALUE pairs",
+                         'send e.g. "h100,a100", ["h100", "a100"] or {"h100": 0.4}')
+    if isinstance(val, list) and not info.container:
+        raise InputError(info.name, f"a list of {len(val)}", "must be one value, not a list", "send one value")
+    if isinstance(val, dict) and info.container != "dict":
+        raise InputError(info.name, "an object", "must be one value, not NAME: VALUE pairs",
+                         f"send one value{' or a list' if info.container == 'list' else ''}")
 
 
 def with_grid_cap(name: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -106,12 +120,35 @@ def with_grid_cap(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_numbers(req: Any, infos: dict[str, Any]) -> None:
+    """Every number of a parsed request within the web's range (:data:`WEB_NUMBER_RANGE`), else InputError."""
+    from napkin import units
+
+    low, high = WEB_NUMBER_RANGE
+    for info in infos.values():
+        if info.kind not in units.KINDS and info.kind != "int":
+            continue
+        value = getattr(req, info.name, None)
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0 and not low <= abs(v) <= high:
+                raise InputError(info.name, f"{float(v):.4g}", f"must be 0 or between {_e(low)} and {_e(high)} in size "
+                                 "(in base units) on the web page",
+                                 "no physical input is outside that range (a frontier training run is about "
+                                 "1e26 FLOP), and numbers beyond it overflow the arithmetic")
+
+
+def _e(x: float) -> str:
+    return f"{x:.0e}".replace("e+", "e")  # 1e30, 1e-30
+
+
 def parse(name: str, raw: dict[str, Any]) -> Any:
-    """The calculator's request from raw values, within the web's planner caps."""
+    """The calculator's request from raw values, within the web's planner caps and range of numbers."""
     from napkin.request import parse_request
 
     calc = calculator(name)
     req = parse_request(calc.request, with_grid_cap(name, raw))
+    check_numbers(req, field_infos(calc))
     for cap in GRID_CAP_FIELDS:
         value = getattr(req, cap, None)
         if isinstance(value, (int, float)) and value > WEB_GRID_CAP:

@@ -44,6 +44,9 @@ EXAMPLES: dict[str, dict[str, object]] = {
     "bill": {"model": "claude-sonnet-4", "input": "1000", "output": "300"},
     # the serving plan for 70B at 10 requests/s under the request's default SLOs (TTFT 500 ms, TPOT 50 ms)
     "plan-serve": {"model": "llama-3.1-70b", "rate": "10/s"},
+    # the issue's training plan: Llama 3.1 70B on 1,024 H100s, 8k sequences, Llama 3's 16Mi-token batch
+    "plan-train": {"model": "llama-3.1-70b", "gpu": "h100-sxm", "gpus": "1024", "seq_len": "8192",
+                   "global_batch": "16Mi"},
     # the ledger reads an uploaded step log: the tab opens empty, waiting for the file
     "ledger": {},
     # journey-*: the request's own defaults are seed 003's prompt through Llama 3.1 405B on 8 H100s

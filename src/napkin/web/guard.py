@@ -8,13 +8,14 @@ browser's cross-site POST (a form on another site posting to 127.0.0.1).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
 from napkin import units
-from napkin.errors import NapkinError
+from napkin.errors import NapkinError, quote
 from napkin.units import MEBI
 
 MAX_JSON_BYTES = int(MEBI)  # a request is a few hundred bytes; 1 MiB is generous
@@ -62,7 +63,26 @@ def error_response(status: int, exc: Exception) -> JSONResponse:
     """An error as JSON: ``{field, value, problem, fix, message}``, never a traceback."""
     body = exc.to_dict() if hasattr(exc, "to_dict") else {
         "field": None, "value": None, "problem": str(exc), "fix": None, "message": str(exc)}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(quoted(body), status_code=status)
+
+
+def quoted(body: dict) -> dict:
+    """An error's parts with control characters escaped (:func:`napkin.errors.quote`), as JSON can hold them.
+
+    What a user typed comes back in ``field``, ``value``, ``problem`` and ``message`` (an unknown
+    key is the field; a step of a list is in the problem): a newline or an ESC in it must not
+    make a second line, or move a terminal's cursor, wherever the page or a script shows it.
+    A value that is not a finite number (an uploaded calibration's 1e400) is written as text:
+    JSON has no inf.
+    """
+    def one(v: object) -> object:
+        if isinstance(v, str):
+            return quote(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        return v
+
+    return {k: one(v) for k, v in body.items()}
 
 
 def _cross_site(headers: Any) -> bool:
@@ -85,11 +105,11 @@ def _refusal(headers: Headers, trusted_hosts: tuple[str, ...] | None, method: st
         host = headers.get("host", "")
         hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
         if hostname.lower() not in trusted_hosts:
-            return JSONResponse({"field": "host", "value": host, "problem": "is not this server's address",
+            return JSONResponse({"field": "host", "value": quote(host), "problem": "is not this server's address",
                                  "fix": "open the address `napkin web` printed", "message": "invalid Host header"},
                                 status_code=400)
     if method not in ("GET", "HEAD", "OPTIONS") and _cross_site(headers):
-        return JSONResponse({"field": "origin", "value": headers.get("origin") or headers.get("sec-fetch-site"),
+        return JSONResponse({"field": "origin", "value": quote(headers.get("origin") or headers.get("sec-fetch-site")),
                              "problem": "is another site: this server answers its own page only",
                              "fix": "use the page `napkin web` serves, or call the API without a browser",
                              "message": "cross-site request refused"}, status_code=403)

@@ -38,8 +38,8 @@ class Upload:
 
 
 def is_upload(val: Any) -> bool:
-    """An uploaded file, or a list of them (a field that takes several)."""
-    return isinstance(val, Upload) or (isinstance(val, list) and all(isinstance(v, Upload) for v in val))
+    """An uploaded file, or a list of them (a field that takes several); an empty list is nothing given."""
+    return isinstance(val, Upload) or (isinstance(val, list) and bool(val) and all(isinstance(v, Upload) for v in val))
 
 
 def ram_dir() -> str | None:
@@ -129,10 +129,15 @@ def uploads_as_paths(raw: dict[str, Any], request_type: type | None = None):
 
 
 def _clean_error(exc: Exception, clean: Callable[[str], str]) -> None:
-    """Strip the private upload directory from an error's message and fields, in place."""
+    """Strip the private upload directory from an error's message and fields, in place.
+
+    Only the error's own attributes are rewritten: one computed from them (UnknownName's ``fix``,
+    a read-only property) follows by itself.
+    """
+    own = vars(exc)
     for attr in ("value", "problem", "fix", "message", "name"):
-        if isinstance(getattr(exc, attr, None), str):
-            setattr(exc, attr, clean(getattr(exc, attr)))
+        if isinstance(own.get(attr), str):
+            own[attr] = clean(own[attr])
     exc.args = tuple(clean(a) if isinstance(a, str) else a for a in exc.args)
 
 

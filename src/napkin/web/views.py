@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from napkin import units
@@ -119,6 +120,8 @@ def _cell(key: str, value: Any) -> str:
         return "\n".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return f"[{len(value)} items]" if len(value) > 6 else ", ".join(_cell(key, v) for v in value)
+    if isinstance(value, float) and not math.isfinite(value):  # a ratio with no value (0/0): "-", as the CLI's tables
+        return "-"
     kind = cell_kind(key) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     try:
         return units.fmt_auto(value, kind)

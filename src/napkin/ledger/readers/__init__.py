@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 
 FORMATS = ("auto", "csv", "jsonl", "parquet", "hf", "lightning", "megatron", "torchtitan", "tensorboard")
 FIELDS = ("step", "t_wall", "gpus_allocated", "tokens")
-# column names that mean a canonical field without --map (napkin's own callbacks write these)
-ALIASES = {"napkin/t_wall": "t_wall", "napkin/gpus_allocated": "gpus_allocated", "napkin/tokens": "tokens",
-           "napkin_t_wall": "t_wall", "napkin_gpus_allocated": "gpus_allocated", "napkin_tokens": "tokens"}
 MAX_SKIPPED_SHOWN = 20
 EPOCH_MIN_S = 1e8  # t_wall at or above this is Unix seconds (1973 on); below it, seconds since start
 EPOCH_MS_MIN = 1e11  # Unix milliseconds look like this
+LINE_FORMATS = ("csv", "jsonl", "megatron", "torchtitan", "lightning")  # read a piece at a time
 
 
 class Unparseable(InputError):
@@ -49,19 +47,26 @@ class ReadOptions:
     end: float | None = None
     start_step: int | None = None  # the step at --start (default 0)
     tokens_cumulative: bool = False  # the tokens column counts tokens seen so far
+    progress: Callable[[str, int, int], None] | None = None  # (label, bytes read, bytes in all)
+    budget: Any = None  # lines.Budget shared by the logs of one report
 
 
 @dataclass
 class LogRead:
-    """One log read into step records, with everything the reader had to say about it."""
+    """One log read into step records, with everything the reader had to say about it.
 
-    frame: Any  # polars.DataFrame: line, step, t_wall, gpus_allocated, tokens, extras...
-    format: str
-    path: str
-    location: str = "line"  # what `line` numbers: line | row | event
+    ``frames`` holds the records frame by frame (a :class:`~napkin.ledger.readers.lines.FrameStore`,
+    in memory or spilled to a temporary file); ``frame`` is all of them as one DataFrame, for a
+    small log. Columns: line, step, t_wall, gpus_allocated, tokens, and what else the reader kept (a CSV
+    without quotes keeps only the fields; JSON Lines and the others keep the log's other columns)."""
+
+    frames: Any = None
+    format: str = ""
+    path: str = ""
+    location: str = "line"  # what `line` numbers: line | row | entry | event
     skipped_count: int = 0
     skipped: list[tuple[int, str]] = field(default_factory=list)  # the first few (line, reason)
-    duplicates: int = 0
+    duplicates: int = 0  # lines the reader itself found repeated (a step line printed by every rank)
     time_absolute: bool = True
     notes: list[str] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
@@ -69,59 +74,170 @@ class LogRead:
     clock: str = ""  # the t_wall resolution when the log says it (dates without a time: a day)
     origin: tuple[int, float] | None = None  # (step, t_wall) placed at --start before the first record
     tokens_derived: bool = False  # the reader worked out tokens per step (not a column of the log)
+    tokens_column: bool = False  # tokens per step are a column of the log, read as it is
+    columns: list[str] | None = None  # every column of the log (where not all are read), for messages
+    clock_per_record: bool = True  # False: times spread over the run, not read per record (no per-day figures)
 
     def skip(self, lines: list[int], reason: str, count: int | None = None) -> None:
         self.skipped_count += len(lines) if count is None else count
         room = MAX_SKIPPED_SHOWN - len(self.skipped)
         self.skipped.extend((int(n), reason) for n in lines[:max(room, 0)])
 
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    @property
+    def frame(self) -> Any:
+        df = None if self.frames is None else self.frames.concat()
+        if df is None:
+            import polars as pl
+
+            return pl.DataFrame(schema={"line": pl.Int64, "step": pl.Int64, "t_wall": pl.Float64,
+                                        "gpus_allocated": pl.Float64, "tokens": pl.Float64})
+        return df
+
+    @frame.setter
+    def frame(self, df: Any) -> None:
+        from napkin.ledger.readers.lines import FrameStore
+
+        self.frames = FrameStore(frames=[df])
+
     @property
     def records(self) -> int:
-        return self.frame.height
+        return 0 if self.frames is None else self.frames.height
+
+
+@dataclass
+class Source:
+    """A log to read: a regular file (opened without blocking) or an upload's bytes."""
+
+    path: str
+    label: str
+    content: bytes | None = None
+    progress: Callable[[int], None] | None = None
+    limit: int | None = None  # read no further than this byte (a growing log: up to its last complete line)
+
+    @property
+    def size(self) -> int:
+        size = len(self.content) if self.content is not None else os.path.getsize(self.path)
+        return size if self.limit is None else min(size, self.limit)
+
+    def open(self) -> BinaryIO:
+        import io
+
+        from napkin.files import open_regular
+
+        fh = io.BytesIO(self.content) if self.content is not None else open_regular(self.path, "log")
+        return fh if self.limit is None else _Upto(fh, self.limit)  # type: ignore[return-value]
+
+    def head(self, n: int = 0) -> bytes:
+        n = n or SNIFF_BYTES
+        if self.content is not None:
+            return self.content[:n]
+        with self.open() as fh:
+            return fh.read(n)
+
+    def chunks(self) -> Any:
+        """The log as runs of whole lines (see :class:`~napkin.ledger.readers.lines.LineChunks`)."""
+        from napkin.ledger.readers.lines import LineChunks, cr_only
+
+        fh = self.open()
+        return fh, LineChunks(fh, cr_only=cr_only(self.head()), progress=self.progress)
+
+    def read_bounded(self, max_bytes: int) -> bytes:
+        if self.content is not None:
+            if len(self.content) > max_bytes:
+                raise InputError("log", self.label, f"is larger than napkin reads for this format ({max_bytes:,} "
+                                 "bytes)", "give the log it should be; a larger one is not one of these")
+            return self.content
+        from napkin.files import read_bounded
+
+        return read_bounded(self.path, "log", max_bytes)
+
+
+class _Upto:
+    """A binary file read no further than ``limit`` bytes (the part of a growing log already whole)."""
+
+    def __init__(self, fh: Any, limit: int):
+        self.fh, self.limit = fh, limit
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.limit - self.fh.tell()
+        return self.fh.read(left if n < 0 else min(n, left)) if left > 0 else b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.fh.seek(offset, whence)
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.fh.tell()
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self) -> _Upto:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def read_log(path: str, opts: ReadOptions | None = None, *, content: bytes | None = None,
-             name: str | None = None) -> LogRead:
-    """Read ``path`` (or ``content``, an uploaded log named ``name``) into step records."""
+             name: str | None = None, limit: int | None = None) -> LogRead:
+    """Read ``path`` (or ``content``, an uploaded log named ``name``) into step records; ``limit``: read no
+    further than this byte."""
+    from napkin.files import regular_file
+
     opts = opts or ReadOptions()
     if opts.format not in FORMATS:
         raise InputError("format", opts.format, "must be one of " + ", ".join(FORMATS))
     label = name or path
     if content is None:
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise InputError("log", path, "does not exist", "give the path of a step log")
         if os.path.isdir(path):
             path = _resolve_dir(path, opts.format)
             label = path
+        if not os.path.isdir(path):
+            regular_file(path, "log")
+    progress = None
+    if opts.progress is not None:
+        size = len(content) if content is not None else (os.path.getsize(path) if not os.path.isdir(path) else 0)
+        progress = (lambda done, lab=label, total=size: opts.progress(lab, done, total)) if size else None
+    src = Source(path, label, content, progress, limit)
     if not os.path.isdir(path) or content is not None:
-        _check_not_empty(label, path, content)
-    fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name)
-    from napkin.ledger.readers import hf, lightning, megatron, table, tensorboard, torchtitan
+        _check_not_empty(src)
+    fmt, why = (opts.format, "") if opts.format != "auto" else sniff(path, content, name, src)
+    import importlib
 
-    reader = {"csv": table.read_csv, "jsonl": table.read_jsonl, "parquet": table.read_parquet, "hf": hf.read,
-              "lightning": lightning.read, "megatron": megatron.read, "torchtitan": torchtitan.read,
-              "tensorboard": tensorboard.read}[fmt]
+    module, name = {"csv": ("csv", "read"), "jsonl": ("jsonl", "read"), "parquet": ("table", "read_parquet"),
+                    "hf": ("hf", "read"), "lightning": ("lightning", "read"), "megatron": ("megatron", "read"),
+                    "torchtitan": ("torchtitan", "read"), "tensorboard": ("tensorboard", "read")}[fmt]
+    reader = getattr(importlib.import_module(f"napkin.ledger.readers.{module}"), name)
     if fmt == "tensorboard" and content is not None:
         raise InputError("format", "tensorboard", "cannot be read from an upload", "give the path of the event file")
-    data = content if (content is not None or fmt in ("parquet", "tensorboard")) else _read_bytes(path)
-    out = reader(data if data is not None else path, opts, label)
+    out = reader(src, opts, label)
     out.sniffed = why
     if why:
         out.notes.insert(0, f"format: {fmt} (auto: {why})")
     return out
 
 
-def _check_not_empty(label: str, path: str, content: bytes | None) -> None:
+def _check_not_empty(src: Source) -> None:
     """An empty log (or one of blank lines) says so, whatever its format."""
-    if content is None:
-        if os.path.getsize(path) > SNIFF_BYTES:
-            return
-        with open(path, "rb") as fh:
-            content = fh.read()
+    if src.size > SNIFF_BYTES:
+        return
+    content = src.head()
     if not content.strip():
         from napkin.ledger.records import NotEnoughRecords
 
-        raise NotEnoughRecords("log", label, "is empty" if not content else "is empty (blank lines only)",
+        raise NotEnoughRecords("log", src.label, "is empty" if not content else "is empty (blank lines only)",
                                "give a log with step records; `napkin ledger watch` waits for a run still "
                                "starting")
 
@@ -132,14 +248,9 @@ def check_delimiter(label: str, first_line: str) -> None:
         return
     for sep, said in ((";", "';'"), ("\t", "a tab")):
         if len(first_line.split(sep)) > 1:
-            raise InputError("delimiter", first_line.strip()[:80].replace("\t", "\\t"), f"is {said} in {label}, not a comma",
+            raise InputError("delimiter", first_line.strip()[:80].replace("\t", "\\t"), f"is {said} in {quote(label)}, not a comma",
                              "write the log comma-separated: tr " + ("';' ','" if sep == ";" else "'\\t' ','")
-                             + f" < {label} > steps.csv")
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+                             + f" < {quote(label)} > steps.csv")
 
 
 def _resolve_dir(path: str, fmt: str) -> str:
@@ -149,13 +260,17 @@ def _resolve_dir(path: str, fmt: str) -> str:
             return os.path.join(path, fname)
     events = sorted(f for f in os.listdir(path) if "tfevents" in f)
     if events:
+        from napkin.files import regular_file
+
+        for f in events:  # EventAccumulator reads each: a FIFO among them would block it
+            regular_file(os.path.join(path, f), "log")
         if fmt not in ("auto", "tensorboard"):
-            raise InputError("format", fmt, f"cannot read {path}, a folder of TensorBoard event files",
+            raise InputError("format", fmt, f"cannot read {quote(path)}, a folder of TensorBoard event files",
                              "give --format tensorboard, or auto")
         return path
     if fmt not in ("auto", "hf", "lightning") and any(os.path.exists(os.path.join(path, f))
                                                        for f in ("trainer_state.json", "metrics.csv")):
-        raise InputError("format", fmt, f"cannot read the folder {path}",
+        raise InputError("format", fmt, f"cannot read the folder {quote(path)}",
                          "give the log file inside it, or --format auto")
     raise InputError("log", path, "is a folder with no trainer_state.json, metrics.csv or TensorBoard event file",
                      "give the log file itself")
@@ -167,11 +282,13 @@ MEGATRON_RX = rb"iteration\s+\d+\s*/\s*\d+\s*\|"
 TORCHTITAN_RX = rb"step:\s*\d+\s+.*loss:\s*[-\d.]"
 
 
-def sniff(path: str, content: bytes | None = None, name: str | None = None) -> tuple[str, str]:
+def sniff(path: str, content: bytes | None = None, name: str | None = None,
+          src: Source | None = None) -> tuple[str, str]:
     """(format, why) from the file name and its first bytes (further in for a training stdout
     whose preamble is long: Megatron-LM prints every argument before its first iteration)."""
     import re
 
+    src = src or Source(path, name or path, content)
     base = os.path.basename(name or path).lower()
     if content is None and os.path.isdir(path):
         return "tensorboard", "a folder of TensorBoard event files"
@@ -179,14 +296,14 @@ def sniff(path: str, content: bytes | None = None, name: str | None = None) -> t
         return "tensorboard", "the file name is a TensorBoard event file"
     if base.endswith((".parquet", ".pq")):
         return "parquet", "the file name ends in .parquet"
-    if content is None:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-    else:
-        head = content[:SNIFF_BYTES]
+    head = src.head()
     if head.startswith(b"PAR1"):
         return "parquet", "the file starts with the Parquet magic bytes"
+    from napkin.ledger.readers.lines import cr_only
+
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if cr_only(head):
+        text = text.replace("\r", "\n")
     stripped = text.lstrip()
     if base == "trainer_state.json" or (stripped.startswith("{") and '"log_history"' in text):
         return "hf", "a JSON object with log_history (Hugging Face trainer_state.json)"
@@ -207,19 +324,19 @@ def sniff(path: str, content: bytes | None = None, name: str | None = None) -> t
         return "csv", "a comma-separated header"
     if len(head) == SNIFF_BYTES:  # not a table: a training stdout whose preamble fills the head?
         for rx, fmt, why in lines_rx:
-            if _found_further(path, content, rx):
+            if _found_further(src, rx):
                 return fmt, why + " after a preamble of over 64 KB"
     raise InputError("format", "auto", "could not tell the log's format",
                      "give --format csv|jsonl|parquet|hf|lightning|megatron|torchtitan|tensorboard")
 
 
-def _found_further(path: str, content: bytes | None, rx: bytes) -> bool:
+def _found_further(src: Source, rx: bytes) -> bool:
     """Whether a line matching ``rx`` starts within the first SCAN_BYTES (read in chunks)."""
     import re
 
-    if content is not None:
-        return re.search(rx, content[:SCAN_BYTES]) is not None
-    with open(path, "rb") as fh:
+    if src.content is not None:
+        return re.search(rx, src.content[:SCAN_BYTES]) is not None
+    with src.open() as fh:
         tail = b""
         for _ in range(SCAN_BYTES // (16 * SNIFF_BYTES)):
             chunk = fh.read(16 * SNIFF_BYTES)

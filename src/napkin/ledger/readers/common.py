@@ -1,11 +1,19 @@
-"""What every reader does last: name the columns, apply the options, skip bad rows (counted)."""
+"""What every reader does last: read the clock, apply the options, skip bad rows (counted).
+
+A line log is read a piece at a time (:mod:`napkin.ledger.readers.lines`): the first piece
+decides what the others follow (how the clock is written, whether it is Unix time), a
+:class:`Pieces` carries what one piece hands the next (the last tokens count of a
+cumulative column), and :func:`done` says, once, what the pieces add up to.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from napkin.errors import InputError
-from napkin.ledger.readers import ALIASES, EPOCH_MIN_S, EPOCH_MS_MIN, FIELDS, LogRead, ReadOptions
+from napkin.errors import InputError, quote
+from napkin.ledger import limits
+from napkin.ledger.readers import EPOCH_MIN_S, EPOCH_MS_MIN, FIELDS, LogRead, ReadOptions
+from napkin.ledger.readers.columns import Names, rename  # noqa: F401  (readers import rename from here)
 
 FIX = {
     "step": "map a column with --map NAME=step",
@@ -15,25 +23,16 @@ FIX = {
 }
 
 
-def rename(df: Any, opts: ReadOptions) -> Any:
-    """Apply --map (log column -> field) and napkin's own column names."""
-    cols = list(df.columns)
-    for src in opts.mapping:
-        if src not in cols:
-            raise InputError("map", f"{src}={opts.mapping[src]}", "does not name a column of the log",
-                             "columns are: " + ", ".join(c for c in cols if c != "line"))
-    for src, dst in opts.mapping.items():
-        if dst not in FIELDS:
-            raise InputError("map", f"{src}={dst}", "must map a column to step, t_wall, gpus_allocated or tokens")
-    renames = dict(opts.mapping)
-    for src, dst in ALIASES.items():
-        if src in cols and dst not in cols and dst not in renames.values():
-            renames[src] = dst
-    # a mapped target that is already a column is replaced by the mapped one
-    drop = [dst for src, dst in renames.items() if dst in cols and dst != src]
-    if drop:
-        df = df.drop(drop)
-    return df.rename(renames)
+class Pieces:
+    """What the first piece of a log decides for the rest, and what each piece hands the next."""
+
+    def __init__(self) -> None:
+        self.names = Names()
+        self.clock: str | None = None  # number | text | date | datetime | duration
+        self.first = True  # the piece being finished is the log's first
+        self.overridden: dict[str, list[float]] = {}  # field -> [min, max] of the log's column an option replaced
+        self.cum_last: tuple[float, float] | None = None  # (step, tokens seen) at the end of the piece before
+        self.cum_fill: float | None = None  # the last tokens-per-step figure (carried over a gap)
 
 
 COMMA_FRACTION_RX = r"(\d\d:\d\d:\d\d),(\d+)"
@@ -41,35 +40,42 @@ DATE_ONLY_RX = r"^\d{4}-\d\d-\d\d$"
 DAY_CLOCK = "dates without a time of day: a 1-day resolution"
 
 
-def time_to_seconds(df: Any, out: LogRead) -> Any:
+def time_to_seconds(df: Any, out: LogRead, pieces: Pieces | None = None) -> Any:
     """t_wall as float seconds: numbers kept, ISO timestamps parsed (UTC when no offset is given),
-    dates (a Date column, or text with no time of day) as midnight UTC, with a warning."""
+    dates (a Date column, or text with no time of day) as midnight UTC, with a warning. The first
+    piece of a log with a clock decides how it is written; the others are read the same way."""
     import polars as pl
 
+    pieces = pieces or Pieces()
     if "t_wall" not in df.columns:
         return df
     dtype = df.schema["t_wall"]
+    kind = pieces.clock
     if dtype == pl.String:
         # Python logging's asctime writes the fraction after a comma ("2025-03-09 22:00:00,123")
         text = df["t_wall"].str.strip_chars().str.replace(COMMA_FRACTION_RX, "${1}.${2}")
         as_num = text.cast(pl.Float64, strict=False)
-        given = df["t_wall"].drop_nulls()
-        n_num = as_num.drop_nulls().len()
-        if given.len() and n_num >= 0.5 * given.len():
+        if kind is None:
+            given = df["t_wall"].drop_nulls()
+            if not given.len():
+                return df.with_columns(as_num.alias("t_wall"))  # no clock in this piece: the next decides
+            kind = "number" if as_num.drop_nulls().len() >= 0.5 * given.len() else "text"
+            dates = text.drop_nulls()
+            if kind == "text" and dates.len() and len(dates[0]) == 10 and bool(dates.str.contains(DATE_ONLY_RX).all()):
+                _day_clock(out)
+        if kind == "number":
             df = df.with_columns(as_num.alias("t_wall"))
         else:
-            dates = text.drop_nulls()
-            if dates.len() and len(dates[0]) == 10 and bool(dates.str.contains(DATE_ONLY_RX).all()):
-                _day_clock(out)
             try:
                 parsed = text.str.to_datetime(strict=False, time_unit="us")
-            except pl.exceptions.ComputeError:  # no value looks like a timestamp: each is skipped by line
+            except pl.exceptions.PolarsError:  # no value looks like a timestamp: each is skipped by line
                 parsed = pl.Series("t_wall", [None] * df.height, dtype=pl.Datetime("us"))
             if parsed.dtype.time_zone is None:  # type: ignore[union-attr]
                 if parsed.drop_nulls().len():
-                    out.notes.append("timestamps carry no time zone: read as UTC")
+                    out.note("timestamps carry no time zone: read as UTC")
                 parsed = parsed.dt.replace_time_zone("UTC")
             df = df.with_columns((parsed.dt.epoch("us").cast(pl.Float64) / 1e6).alias("t_wall"))
+            pieces.clock = "text"
             return df
     elif dtype == pl.Date:
         _day_clock(out)
@@ -78,88 +84,62 @@ def time_to_seconds(df: Any, out: LogRead) -> Any:
     elif isinstance(dtype, pl.Datetime):
         col = df["t_wall"]
         if dtype.time_zone is None:
-            out.notes.append("timestamps carry no time zone: read as UTC")
+            out.note("timestamps carry no time zone: read as UTC")
             col = col.dt.replace_time_zone("UTC")
         return df.with_columns((col.dt.epoch("us").cast(pl.Float64) / 1e6).alias("t_wall"))
     elif isinstance(dtype, pl.Duration):  # time since the start
         df = df.with_columns((pl.col("t_wall").dt.total_microseconds().cast(pl.Float64) / 1e6).alias("t_wall"))
-    else:
+    elif dtype != pl.Float64:
         df = df.with_columns(pl.col("t_wall").cast(pl.Float64, strict=False))
-    finite = df["t_wall"].drop_nulls()
-    med = finite.filter(finite.is_finite()).median()
-    if med is not None and med >= EPOCH_MS_MIN:
-        raise InputError("t_wall", f"{med:.6g}", "looks like milliseconds since 1970, not seconds",
-                         "write seconds (or ISO timestamps) in t_wall")
-    if med is not None and med < EPOCH_MIN_S:
-        out.time_absolute = False
-        out.notes.append("t_wall is seconds from an arbitrary start (not Unix time): days are counted from "
-                         "the first record")
+    if pieces.clock is None:
+        finite = df["t_wall"].drop_nulls()
+        med = finite.filter(finite.is_finite()).median()
+        if med is None:
+            return df  # no clock in this piece: the next decides
+        pieces.clock = "number"
+        if med >= EPOCH_MS_MIN:
+            raise InputError("t_wall", f"{med:.6g}", "looks like milliseconds since 1970, not seconds",
+                             "write seconds (or ISO timestamps) in t_wall")
+        if med < EPOCH_MIN_S:
+            out.time_absolute = False
+            out.note("t_wall is seconds from an arbitrary start (not Unix time): days are counted from the first "
+                     "record")
     return df
 
 
 def _day_clock(out: LogRead) -> None:
+    if out.clock:
+        return
     out.clock = DAY_CLOCK
     out.warnings.append(("clock-resolution", "t_wall has dates without a time of day: every record is placed at "
                          "midnight UTC, so paid time is known only to the day; log the time of each step"))
 
 
-def finish(df: Any, opts: ReadOptions, out: LogRead) -> LogRead:
-    """Apply --tokens-per-step/--gpus, check the required fields, skip (and count) bad rows."""
+def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = None) -> LogRead:
+    """Apply --tokens-per-step/--gpus, check the required fields, skip (and count) bad rows, and keep the
+    records. Without ``pieces`` the frame is the whole log; with it, one piece of it (then call :func:`done`)."""
     import polars as pl
 
+    whole = pieces is None
+    pieces = pieces or Pieces()
+    df = _options(df, opts, pieces)
     cols = set(df.columns)
-    for name, opt, flag in (("tokens", opts.tokens_per_step, "--tokens-per-step"), ("gpus_allocated", opts.gpus, "--gpus")):
-        if opt is None:
-            continue
-        if name in cols:
-            logged = df[name].cast(pl.Float64, strict=False).drop_nulls()
-            if logged.len() and not bool((logged == float(opt)).all()):
-                out.warnings.append((f"{name.split('_')[0]}-overridden",
-                                     f"{flag} {opt:g} replaces the log's {name} column (which has "
-                                     f"{logged.min():g}..{logged.max():g})"))
-        df = df.with_columns(pl.lit(float(opt), dtype=pl.Float64).alias(name))
-    cols = set(df.columns)
-    shown = ", ".join(c for c in df.columns if c != "line") or "none"
-    for f in FIELDS:
-        if f not in cols:
-            raise InputError(f, out.path, f"is missing from the {out.format} log (columns: {shown})", FIX[f])
-    df = df.with_columns([pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")])
-    if opts.tokens_cumulative:
-        df = tokens_per_step_from_cumulative(df, out)
+    missing = [f for f in FIELDS if f not in cols]
+    if missing and pieces.first:
+        shown = ", ".join(c for c in (out.columns or df.columns) if c not in ("line", "_malformed")) or "none"
+        raise InputError(missing[0], out.path, f"is missing from the {out.format} log (columns: {quote(shown)})",
+                         FIX[missing[0]])
+    if missing:
+        df = df.with_columns([pl.lit(None, dtype=pl.Float64).alias(f) for f in missing])
+    casts = [pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")
+             if df.schema[f] != pl.Float64]
+    if casts:
+        df = df.with_columns(casts)
+    if opts.tokens_cumulative or pieces.names.cumulative:
+        df = tokens_per_step_from_cumulative(df, out, pieces)
     elif opts.tokens_per_step is None and not out.tokens_derived:
-        _warn_if_cumulative(df, out)
-
-    def nonfinite(f: str) -> Any:
-        return pl.col(f).is_nan() | pl.col(f).is_infinite()
-
-    checks = [
-        ("step", pl.col("step").is_null(), "no step"),
-        ("step", nonfinite("step"), "step is NaN or infinite"),
-        ("step", (pl.col("step") < 0) | (pl.col("step") != pl.col("step").floor()), "step is not a whole number >= 0"),
-        ("t_wall", pl.col("t_wall").is_null(), "no readable t_wall"),
-        ("t_wall", nonfinite("t_wall"), "t_wall is NaN or infinite"),
-        ("gpus_allocated", nonfinite("gpus_allocated"), "gpus_allocated is NaN or infinite"),
-        ("gpus_allocated", pl.col("gpus_allocated").is_null() | (pl.col("gpus_allocated") <= 0),
-         "no gpus_allocated > 0"),
-        ("tokens", nonfinite("tokens"), "tokens is NaN or infinite"),
-        ("tokens", pl.col("tokens").is_null() | (pl.col("tokens") < 0), "no tokens >= 0"),
-    ]
-    reason = pl.lit(None, dtype=pl.String)
-    for _, cond, why in reversed(checks):
-        reason = pl.when(cond).then(pl.lit(why)).otherwise(reason)
-    if "_malformed" in df.columns:
-        reason = pl.when(pl.col("_malformed").is_not_null()).then(pl.col("_malformed")).otherwise(reason)
-    df = df.with_columns(reason.alias("_why"))
-    bad = df.filter(pl.col("_why").is_not_null())
-    if bad.height:
-        first = bad.head(40)
-        for why in first["_why"].unique(maintain_order=True).to_list():
-            lines = first.filter(pl.col("_why") == why)["line"].to_list()
-            out.skip(lines, why, count=0)
-        out.skipped_count += bad.height
-        out.skipped.sort()
-        del out.skipped[20:]
-    df = df.filter(pl.col("_why").is_null()).drop([c for c in ("_why", "_malformed") if c in df.columns])
+        out.tokens_column = True  # a column of the log: :func:`warn_if_cumulative` looks at how it grows
+    df = _skip_bad(df, out)
     if out.origin is not None and df.height and df["step"][0] > out.origin[0]:
         # the run's start (--start, at step 0 or --start-step) as a record of its own: the steps before
         # the first logged one were paid from --start and are counted as run
@@ -168,20 +148,142 @@ def finish(df: Any, opts: ReadOptions, out: LogRead) -> LogRead:
                              schema={"line": pl.Int64, "step": pl.Float64, "t_wall": pl.Float64})
         df = pl.concat([pl.concat([start, first], how="horizontal"), df], how="diagonal_relaxed")
     df = df.with_columns(pl.col("step").cast(pl.Int64))
-    out.frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]])
+    frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]]).rechunk()
+    if out.frames is None:
+        from napkin.ledger.readers.lines import FrameStore
+
+        out.frames = FrameStore(opts.budget)
+    out.frames.append(frame)
+    pieces.first = False
+    if whole:
+        done(out, opts, pieces)
     return out
 
 
-def tokens_per_step_from_cumulative(df: Any, out: LogRead) -> Any:
+def done(out: LogRead, opts: ReadOptions, pieces: Pieces) -> LogRead:
+    """What the pieces of a log add up to: the warnings no single piece can give."""
+    for name, flag in (("tokens", "--tokens-per-step"), ("gpus_allocated", "--gpus")):
+        span = pieces.overridden.get(name)
+        opt = opts.tokens_per_step if name == "tokens" else opts.gpus
+        if span is not None and opt is not None and not span[0] == span[1] == float(opt):
+            out.warnings.append((f"{name.split('_')[0]}-overridden", f"{flag} {opt:g} replaces the log's {name} "
+                                 f"column (which has {span[0]:g}..{span[1]:g})"))
+    if out.frames is None:
+        from napkin.ledger.readers.lines import FrameStore
+
+        out.frames = FrameStore(opts.budget)
+    return out
+
+
+def _options(df: Any, opts: ReadOptions, pieces: Pieces) -> Any:
+    """--tokens-per-step and --gpus in place of the log's columns (what they replace is remembered)."""
+    import polars as pl
+
+    for name, opt in (("tokens", opts.tokens_per_step), ("gpus_allocated", opts.gpus)):
+        if opt is None:
+            continue
+        if name in df.columns:
+            logged = df[name].cast(pl.Float64, strict=False).drop_nulls()
+            logged = logged.filter(logged.is_finite())
+            if logged.len():
+                span = pieces.overridden.setdefault(name, [float("inf"), float("-inf")])
+                span[0], span[1] = min(span[0], float(logged.min())), max(span[1], float(logged.max()))
+        df = df.with_columns(pl.lit(float(opt), dtype=pl.Float64).alias(name))
+    return df
+
+
+def _checks() -> list[tuple[Any, str]]:
+    """(condition, reason) of a row that cannot be a record, in the order a reason is chosen."""
+    import polars as pl
+
+    def nonfinite(f: str) -> Any:
+        return pl.col(f).is_nan() | pl.col(f).is_infinite()
+
+    return [
+        (pl.col("step").is_null(), "no step"),
+        (nonfinite("step"), "step is NaN or infinite"),
+        ((pl.col("step") < 0) | (pl.col("step") != pl.col("step").floor()), "step is not a whole number >= 0"),
+        (pl.col("step") >= limits.MAX_STEP, "step is 2^53 or more (no run takes that many steps)"),
+        (pl.col("t_wall").is_null(), "no readable t_wall"),
+        (nonfinite("t_wall"), "t_wall is NaN or infinite"),
+        (pl.col("t_wall").abs() > limits.MAX_T_WALL_S, "t_wall is past the year 9999"),
+        (nonfinite("gpus_allocated"), "gpus_allocated is NaN or infinite"),
+        (pl.col("gpus_allocated").is_null() | (pl.col("gpus_allocated") <= 0), "no gpus_allocated > 0"),
+        (pl.col("gpus_allocated") > limits.MAX_GPUS, f"gpus_allocated is over {limits.MAX_GPUS:.0e} (more GPUs "
+                                                    "than exist)"),
+        (nonfinite("tokens"), "tokens is NaN or infinite"),
+        (pl.col("tokens").is_null() | (pl.col("tokens") < 0), "no tokens >= 0"),
+        (pl.col("tokens") > limits.MAX_TOKENS_PER_STEP, f"tokens is over {limits.MAX_TOKENS_PER_STEP:.0e} "
+                                                        "(more than all the world's GPUs could process in a year)"),
+    ]
+
+
+def _good() -> Any:
+    """A row that can be a record, in one expression (polars orders NaN above every number, so a NaN or an
+    infinity falls outside each range; a null makes it null, read as not good)."""
+    import polars as pl
+
+    step, t = pl.col("step"), pl.col("t_wall")
+    return (step.is_between(0, limits.MAX_STEP, closed="left") & (step == step.floor())
+            & (t.abs() <= limits.MAX_T_WALL_S)
+            & pl.col("gpus_allocated").is_between(0, limits.MAX_GPUS, closed="right")
+            & pl.col("tokens").is_between(0, limits.MAX_TOKENS_PER_STEP, closed="both"))
+
+
+def _skip_bad(df: Any, out: LogRead) -> Any:
+    """Rows that cannot be records skipped and counted, with the first few reasons by line."""
+    import polars as pl
+
+    good = _good()
+    if "_malformed" in df.columns:
+        good = good & pl.col("_malformed").is_null()
+    if df.select(good.fill_null(False).all()).item():  # the usual piece: every row a record
+        return df.drop([c for c in ("_malformed",) if c in df.columns])
+    flagged = df.select((~good).fill_null(True).alias("_bad"))["_bad"]
+    rows = df.filter(flagged)
+    reason = pl.lit("cannot be a record", dtype=pl.String)
+    for cond, why in reversed(_checks()):
+        reason = pl.when(cond).then(pl.lit(why)).otherwise(reason)
+    if "_malformed" in rows.columns:
+        reason = pl.when(pl.col("_malformed").is_not_null()).then(pl.col("_malformed")).otherwise(reason)
+    first = rows.head(40).with_columns(reason.alias("_why"))
+    for why in first["_why"].unique(maintain_order=True).to_list():
+        out.skip(first.filter(pl.col("_why") == why)["line"].to_list(), why, count=0)
+    out.skipped_count += rows.height
+    out.skipped.sort()
+    del out.skipped[20:]
+    return df.filter(~flagged).drop([c for c in ("_malformed",) if c in df.columns])
+
+
+def tokens_per_step_from_cumulative(df: Any, out: LogRead, pieces: Pieces | None = None) -> Any:
     """A tokens column that counts tokens seen so far, as tokens per step: its change over the
     change in step between records (the first record takes the first such figure)."""
     import polars as pl
 
+    pieces = pieces or Pieces()
+    good = pl.col("step").is_not_null() & pl.col("tokens").is_not_null()
+    pairs = df.select("line", "step", "tokens").filter(good)
+    if pieces.cum_last is not None:
+        head = pl.DataFrame({"line": [-1], "step": [pieces.cum_last[0]], "tokens": [pieces.cum_last[1]]},
+                            schema=pairs.schema)
+        pairs = pl.concat([head, pairs])
     d_tokens, d_step = pl.col("tokens").diff(), pl.col("step").diff()
-    per = pl.when((d_step != 0) & (d_tokens / d_step > 0)).then(d_tokens / d_step).otherwise(None)
-    df = df.with_columns(per.forward_fill().backward_fill().alias("tokens"))
-    out.notes.append("tokens per step = the change in the cumulative tokens column over the change in step "
-                     "(--tokens-cumulative)")
+    per = pairs.select("line", pl.when((d_step != 0) & (d_tokens / d_step > 0)).then(d_tokens / d_step)
+                       .otherwise(None).alias("_per"))
+    if pairs.height:
+        last = pairs.tail(1)
+        pieces.cum_last = (float(last["step"][0]), float(last["tokens"][0]))
+    df = df.join(per, on="line", how="left").with_columns(pl.col("_per").forward_fill())
+    if pieces.cum_fill is not None:
+        df = df.with_columns(pl.col("_per").fill_null(pieces.cum_fill))
+    df = df.with_columns(pl.col("_per").backward_fill())
+    filled = df["_per"].drop_nulls()
+    if filled.len():
+        pieces.cum_fill = float(filled[-1])
+    df = df.with_columns(pl.col("_per").alias("tokens")).drop("_per")
+    out.note("tokens per step = the change in the cumulative tokens column over the change in step "
+             "(--tokens-cumulative)" if not pieces.names.cumulative else
+             "tokens per step = the change in the tokens-seen column over the change in step")
     return df
 
 
@@ -189,46 +291,45 @@ CUMULATIVE_MIN_PAIRS = 4  # forward record pairs needed before a tokens column i
 CUMULATIVE_RISING = 0.9  # ... and the share of them that must rise: a batch-size ramp rises a few times, then holds
 
 
-def _warn_if_cumulative(df: Any, out: LogRead) -> None:
+def warn_if_cumulative(tally: Any) -> tuple[str, str] | None:
     """A tokens column that rises at (nearly) every forward record pair counts tokens seen so far,
     not tokens per step (a batch-size ramp rises in a few steps, then holds): read as tokens per
-    step it understates the cost by the number of steps run, so say so and give the fix."""
-    import polars as pl
-
-    k = df["tokens"].drop_nulls()
-    if k.len() <= CUMULATIVE_MIN_PAIRS or k.min() == k.max():  # the usual log: the same tokens every step
-        return
-    pairs = df.select(pl.col("step").diff().alias("ds"), pl.col("tokens").diff().alias("dk")).filter(pl.col("ds") > 0)
-    if pairs.height < CUMULATIVE_MIN_PAIRS:
-        return
-    rising = pairs.filter(pl.col("dk") > 0).height
-    if rising < CUMULATIVE_RISING * pairs.height:
-        return
-    out.warnings.append((
+    step it understates the cost by the number of steps run, so say so and give the fix. ``tally``:
+    the records' :class:`~napkin.ledger.records.Tally`."""
+    n_pairs, rising, (k_min, k_max) = tally.forward_ds.n, tally.rising, tally.tokens
+    if n_pairs < CUMULATIVE_MIN_PAIRS or not k_min < k_max:  # the usual log: the same tokens every step
+        return None
+    if rising < CUMULATIVE_RISING * n_pairs:
+        return None
+    return (
         "tokens-cumulative",
-        f"the tokens column grows with the step ({rising} of the {pairs.height} records that advance have more "
-        f"tokens than the one before; {k.min():,.0f} to {k.max():,.0f}): if it counts tokens seen so far, not "
-        "tokens per step, give --tokens-cumulative (or --tokens-per-step T)"))
+        f"the tokens column grows with the step ({rising} of the {n_pairs} records that advance have more "
+        f"tokens than the one before; {k_min:,.0f} to {k_max:,.0f}): if it counts tokens seen so far, not "
+        "tokens per step, give --tokens-cumulative (or --tokens-per-step T)")
 
 
-def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) -> Any:
-    """t_wall spread between --start and --end in proportion to the steps run.
+def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str,
+                     span: tuple[float, float, str] | None = None) -> Any:
+    """t_wall spread between --start and --end (or ``span``: start, end and where they come from) in
+    proportion to the steps run.
 
     --start is the run at step 0 (or ``--start-step``, a run resumed from a checkpoint), so the
     steps before the first logged one are paid and counted; ``finish`` adds that record.
-    Total paid time is exact ((end − start) · GPUs); the split into days and the time
-    lost to restarts are estimates, and the report says so.
+    Total paid time is exact ((end − start) · GPUs); how it splits into days, and the time
+    lost to restarts, are not known: the report gives no per-day figures and says why.
     """
     import numpy as np
     import polars as pl
 
-    if opts.start is None or opts.end is None:
+    if span is None and (opts.start is None or opts.end is None):
         raise InputError("t_wall", out.path, f"is not in the {out.format} log ({missing})",
                          "log with napkin's callback (napkin.ledger.callbacks), which writes the wall clock, "
                          "or give --start and --end of the run")
-    if opts.end <= opts.start:
-        raise InputError("end", _iso(opts.end), f"must be after --start ({_iso(opts.start)})",
+    start, end, said = span or (opts.start, opts.end, "--start and --end")
+    if end <= start:
+        raise InputError("end", _iso(end), f"must be after --start ({_iso(start)})",
                          "give the run's end time after its start")
+    out.clock_per_record = False
     origin = 0 if opts.start_step is None else int(opts.start_step)
     step = df["step"].cast(pl.Float64)
     first = step.drop_nulls().min() if step.drop_nulls().len() else None
@@ -244,16 +345,16 @@ def interpolate_time(df: Any, opts: ReadOptions, out: LogRead, *, missing: str) 
         frac = run / run.max()
     else:
         frac = pl.Series([i / max(df.height - 1, 1) for i in range(df.height)])
-    df = df.with_columns((opts.start + frac * (opts.end - opts.start)).alias("t_wall"))
+    df = df.with_columns((start + frac * (end - start)).alias("t_wall"))
     if first is not None and first > origin:
-        out.origin = (origin, opts.start)
-        out.notes.append(f"--start is the run at step {origin}"
+        out.origin = (origin, start)
+        out.notes.append(f"{'--start' if span is None else 'time 0'} is the run at step {origin}"
                          + (" (give --start-step N for a run resumed at step N)" if opts.start_step is None else "")
                          + f": the steps from {origin} to the first logged step {first:g} are paid and counted")
     out.warnings.append(("time-interpolated",
-                         f"the {out.format} log has no wall clock per step: times are spread between --start and "
-                         "--end by steps run, so paid time is exact but the per-day split and restart downtime "
-                         "are estimates"))
+                         f"the {out.format} log has no wall clock per step: times are spread between {said} by "
+                         "steps run, so paid time is exact but how it falls into days, and the downtime of "
+                         "restarts, are not known (no per-day figures: drift needs a clock per record)"))
     return df
 
 

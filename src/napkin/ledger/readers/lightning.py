@@ -10,20 +10,22 @@ done when they were written (step s + 1: it logs before it counts the step).
 from __future__ import annotations
 
 from napkin.errors import InputError
-from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers import LogRead, ReadOptions, Source
 from napkin.ledger.readers.common import finish, interpolate_time, rename, time_to_seconds
-from napkin.ledger.readers.table import _extras_numeric, read_csv_frame
+from napkin.ledger.readers.csv import extras_numeric, frames
 
 
-def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
+def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
     import polars as pl
 
-    out = LogRead(frame=None, format="lightning", path=label)
-    df = read_csv_frame(data, opts, out)
-    df = rename(df, opts)
+    out = LogRead(format="lightning", path=label)
+    raw = list(frames(src, opts, label, out))  # read a piece at a time; the rows merge across pieces
+    df = pl.concat(raw, how="diagonal_relaxed") if len(raw) > 1 else raw[0] if raw else pl.DataFrame(
+        {"line": []}, schema={"line": pl.Int64})
+    df = rename(df, opts, out)
     if "step" not in df.columns:
         raise InputError("step", label, "is missing from metrics.csv", "give the CSVLogger's metrics.csv")
-    df = _extras_numeric(df).with_columns(pl.col("step").cast(pl.Float64, strict=False))
+    df = extras_numeric(df).with_columns(pl.col("step").cast(pl.Float64, strict=False))
     others = [c for c in df.columns if c not in ("line", "step", "_run")]
     merged = (df.with_columns(pl.col("step").rle_id().alias("_run"))
               .group_by("_run", maintain_order=True)

@@ -5,9 +5,11 @@ A line looks like ``[2024-05-01 10:00:00] iteration      100/  500000 | consumed
 2.345678E+00 | ...``. The timestamp prefix may be absent: then wall time accumulates from
 the elapsed milliseconds, and the downtime of a restart is invisible (the report says so).
 The line has no sequence length: tokens per step = global batch size · ``--seq-len``.
-Other lines of the log are not records and are not counted as skipped; a line that says
-``iteration`` and ``|`` but does not parse is. Evaluation lines (``validation loss at
-iteration N | lm loss value: ...``) are not training steps: counted in a note, not skipped.
+Other lines of the log are not records and are not counted as skipped; a step line that
+does not parse is: one that says ``iteration`` and ``|``, or one cut short after ``iteration
+N`` (the last line of a killed job). Evaluation lines (``validation loss at iteration N |
+lm loss value: ...``) are not training steps: counted in a note, not skipped. The log is
+read a piece at a time, and only its step lines' figures are kept.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from __future__ import annotations
 from typing import Any
 
 from napkin.errors import InputError
-from napkin.ledger.readers import LogRead, ReadOptions
+from napkin.ledger.readers import LogRead, ReadOptions, Source
 from napkin.ledger.readers.common import finish
+from napkin.ledger.readers.lines import LONG
 from napkin.units import MILLION
 
 TS = r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*)?"
 EVAL = r"\b(?:validation|test) loss at iteration\s+\d+"  # Megatron-LM's evaluate_and_print_results
 ITER = TS + r"iteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)$"
+# a step line: 'iteration' and '|' (whole or damaged), or a line cut short after 'iteration N' (no '|' yet)
+STEP_WORD = r"\biteration\b"  # ... with a '|' anywhere on the line
+CUT_SHORT = r"^\s*(?:\[[^\]]*\]:?\s*)*iteration(?:\s+[\d\s/]*)?$"
 NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 FIELDS = {
     "consumed_samples": r"consumed samples:\s*" + NUM,
@@ -36,30 +42,65 @@ FIELDS = {
 }
 
 
-def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
+def is_step_line(text: str) -> bool:
+    """Whether a line of the log is a training step line (read, or skipped and counted): the definition the
+    reader applies, for a check that counts them independently."""
+    import re
+
+    text = text.rstrip("\r")
+    return bool(((re.search(STEP_WORD, text) and "|" in text) or re.search(CUT_SHORT, text))
+                and not re.search(EVAL, text))
+
+
+def _piece(data: bytes, line0: int) -> tuple[Any, int, int]:
+    """The step lines of one piece with their figures (not their text), the evaluation lines, the lines."""
     import polars as pl
 
-    out = LogRead(frame=None, format="megatron", path=label)
     lines = pl.Series("raw", data.decode("utf-8", errors="replace").split("\n"))
-    df = pl.DataFrame([lines]).with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int64))
-    df = df.filter(pl.col("raw").str.contains(r"\biteration\b") & pl.col("raw").str.contains("|", literal=True))
+    if lines.len() and lines[-1] == "" and data.endswith(b"\n"):
+        lines = lines.head(lines.len() - 1)
+    df = pl.DataFrame([lines]).with_row_index("line", offset=line0).with_columns(
+        pl.col("line").cast(pl.Int64), pl.col("raw").str.strip_chars_end("\r"))
+    df = df.filter((pl.col("raw").str.contains(STEP_WORD) & pl.col("raw").str.contains("|", literal=True))
+                   | pl.col("raw").str.contains(CUT_SHORT))
     evals = df["raw"].str.contains(EVAL)
     n_eval = int(evals.sum())
+    df = df.filter(~evals)
+    parts = df.with_columns(pl.col("raw").str.extract_groups(ITER).alias("m")).unnest("m")
+    parts = parts.with_columns(
+        *[pl.col("rest").str.extract(rx, 1).cast(pl.Float64, strict=False).alias(name) for name, rx in FIELDS.items()],
+        pl.col("raw").str.contains("|", literal=True).alias("_bar"))
+    return parts.drop(["raw", "rest", "total"]), n_eval, lines.len()
+
+
+def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
+    import polars as pl
+
+    out = LogRead(format="megatron", path=label)
+    pieces, n_eval, line0 = [], 0, 1
+    fh, chunks = src.chunks()
+    with fh:
+        for data in chunks:
+            if data is LONG:
+                line0 += 1  # no log line: not a step line either
+                continue
+            df, k, n = _piece(data, line0)
+            pieces.append(df)
+            n_eval, line0 = n_eval + k, line0 + n
+    parts = pl.concat(pieces) if pieces else pl.DataFrame()
     if n_eval:
-        df = df.filter(~evals)
         out.notes.append(f"{n_eval} evaluation line(s) ('validation loss at iteration N | ...') are not training "
                          "steps: not records")
-    if df.height == 0:
+    if parts.height == 0:
         from napkin.ledger.records import NotEnoughRecords
 
         raise NotEnoughRecords("log", label, "has no Megatron-LM 'iteration N/ M |' line",
                          "give the training stdout of Megatron-LM, or another --format")
-    parts = df.with_columns(pl.col("raw").str.extract_groups(ITER).alias("m")).unnest("m")
-    parts = parts.with_columns([pl.col("rest").str.extract(rx, 1).cast(pl.Float64, strict=False).alias(name)
-                                for name, rx in FIELDS.items()])
     elapsed_missing = pl.col("elapsed_ms").is_null()
     parts = parts.with_columns(
-        pl.when(pl.col("it").is_null()).then(pl.lit("an 'iteration' line that does not parse"))
+        pl.when(pl.col("it").is_null() & ~pl.col("_bar")).then(pl.lit("an 'iteration' line cut short (no '|' "
+                                                                      "fields)"))
+        .when(pl.col("it").is_null()).then(pl.lit("an 'iteration' line that does not parse"))
         .when(elapsed_missing).then(pl.lit("no 'elapsed time per iteration (ms)'"))
         .otherwise(None).alias("_malformed"),
         pl.col("it").cast(pl.Float64, strict=False).alias("step"),
@@ -78,7 +119,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
         d = good["step"].diff().fill_null(0.0)
         stride = d.filter(d > 0).median() or 1.0
         # steps run between two lines: the step difference, or one log interval after a restart
-        steps_run = pl.Series([x if x > 0 else stride for x in d.to_list()], dtype=pl.Float64)
+        steps_run = pl.select(pl.when(d > 0).then(d).otherwise(stride).cast(pl.Float64)).to_series()
         if steps_run.len():
             steps_run[0] = 0.0
         t = (steps_run * good["elapsed_ms"] / 1e3).cum_sum()
@@ -101,7 +142,7 @@ def read(data: bytes, opts: ReadOptions, label: str) -> LogRead:
     if opts.gpus is None:
         raise InputError("gpus", "nothing", "is required for Megatron-LM logs (the lines carry no GPU count)",
                          "give --gpus K (GPUs allocated)")
-    parts = parts.drop(["raw", "it", "total", "rest", "ts"])
+    parts = parts.drop(["it", "ts", "_bar"])
     return finish(parts, opts, out)
 
 

@@ -12,34 +12,35 @@ from __future__ import annotations
 
 import os
 
-from napkin.errors import InputError
-from napkin.ledger.readers import FIELDS, LogRead, ReadOptions
+from napkin.errors import InputError, quote
+from napkin.ledger.readers import FIELDS, LogRead, ReadOptions, Source
 from napkin.ledger.readers.common import finish
 
 
-def read(path: str, opts: ReadOptions, label: str) -> LogRead:
+def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
     import polars as pl
 
+    path = src.path
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:  # pragma: no cover - the optional extra
         raise InputError("format", "tensorboard", "needs the tensorboard package",
                          "pip install 'llm-napkin[tensorboard]'") from None
-    out = LogRead(frame=None, format="tensorboard", path=label, location="event")
+    out = LogRead(format="tensorboard", path=label, location="event")
     acc = EventAccumulator(path, size_guidance={"scalars": 0}, purge_orphaned_data=False)
     acc.Reload()
     tags = acc.Tags().get("scalars", [])
     if not tags:
         raise InputError("log", label, "has no scalar events", "give the folder or file TensorBoard wrote")
     events = {t: acc.Scalars(t) for t in tags}
-    mapped = {src: dst for src, dst in opts.mapping.items()}
-    for src in mapped:
-        if src not in events:
-            raise InputError("map", src, "is not a scalar tag of the event file", "tags are: " + ", ".join(tags))
+    mapped = dict(opts.mapping)
+    for tag in mapped:
+        if tag not in events:
+            raise InputError("map", tag, "is not a scalar tag of the event file", "tags are: " + quote(", ".join(tags)))
     anchor = next((s for s, d in mapped.items() if d == "step"), None)
     if anchor is None:
         anchor = max(tags, key=lambda t: (len(events[t]), t.startswith("napkin/t_wall"), t))
-        out.notes.append(f"records are the {len(events[anchor])} events of tag '{anchor}' (the most events; "
+        out.notes.append(f"records are the {len(events[anchor])} events of tag '{quote(anchor)}' (the most events; "
                          "--map TAG=step to choose)")
     base = events[anchor]
     cols = {"line": list(range(1, len(base) + 1)), "step": [float(e.step) for e in base],
@@ -56,9 +57,9 @@ def read(path: str, opts: ReadOptions, label: str) -> LogRead:
             cols[name] = [float(e.value) for e in evs]
         elif name in FIELDS:
             raise InputError("map", tag, f"has {len(evs)} events that do not line up with the {len(base)} of "
-                             f"'{anchor}'", "map a tag logged at the same steps")
+                             f"'{quote(anchor)}'", "map a tag logged at the same steps")
     n_events = sum(len(v) for v in events.values())
     out.notes.append(f"read all {n_events} scalar events of {len(tags)} tags from "
-                     f"{os.path.basename(label.rstrip('/')) or label} (no sampling)")
+                     f"{quote(os.path.basename(label.rstrip('/')) or label)} (no sampling)")
     df = pl.DataFrame(cols, schema_overrides={"line": pl.Int64})
     return finish(df, opts, out)

@@ -1,0 +1,184 @@
+"""The inputs of a training plan, each from where it comes: given, measured, the catalog or a default.
+
+The accelerator, the price of its hour, FLOPs per token under the stated convention, the
+advanced (and unique) tokens, and the MFU, each recorded in the Report with its basis; the
+defaults come from catalog/assumptions.toml with their sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from napkin import catalog
+from napkin.calculators.resolve import assume_default
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.formulas import flops
+from napkin.hardware import Accelerator
+from napkin.model import ModelSpec
+from napkin.request import check_bounds
+from napkin.units import format as fmt
+
+MFU_IMPLAUSIBLE = 0.60  # above what large dense training runs sustain (Llama 3 405B: 38-43%; PaLM: 46%)
+ATTENTION_WARN = 0.05  # warn when 6N leaves out an attention term this large
+
+
+def parse_goodput(raw: Any) -> float | str | None:
+    """A fraction in (0, 1] or the word 'auto'; None when not given."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and raw.strip().lower() == "auto":
+        return "auto"
+    from napkin import units
+
+    try:
+        value = units.parse(raw, "fraction", "goodput")
+    except InputError:
+        raise InputError("goodput", raw, "must be a fraction or auto", "e.g. 0.9, 90% or auto") from None
+    check_bounds("goodput", value, {"gt": 0.0, "le": 1.0}, "fraction", raw)
+    return value
+
+
+def resolve_gpu(r: Report, req: Any) -> Accelerator | None:
+    """The accelerator: --gpu, or the default one (H100 SXM) when neither --gpu nor --peak is given (said so)."""
+    if req.gpu:
+        return catalog.gpu(req.gpu)
+    if req.peak is not None:
+        return None
+    g = catalog.gpu(catalog.default_value("default_gpu"))
+    assume_default(r, "gpu", "default_gpu", note=f"no --gpu given: the seeds' {g.name}")
+    return g
+
+
+def resolve_price(r: Report, price: float | None, g: Accelerator | None) -> tuple[float, str]:
+    """$/GPU-hour and how it was chosen: given, a dated reference list price, or an illustrative $2.50."""
+    if price is not None:
+        r.assume("price", price, "loaded $/GPU-hour as given", unit="usd_per_hour", basis="given")
+        return price, "given"
+    if g is None:
+        illustrative = assume_default(r, "price", "illustrative_usd_per_gpu_hour", basis="reference")
+        r.warn("illustrative-price", f"no --price: using seed 001's illustrative {fmt(illustrative, 'usd_per_hour')} "
+                                     "per GPU-hour; give --price with your loaded rate")
+        return illustrative, "illustrative seed figure"
+    ref = catalog.gpu_hour_price(g.key)
+    if ref is None:
+        raise InputError("price", "nothing", f"is required: the catalog has no reference price for the {g.name}",
+                         "give --price 2.50/h (your loaded $/GPU-hour)")
+    value, when, src = ref.usd_per_gpu_hour, ref.date, ref.source
+    r.assume("price", value, f"reference list price for the {g.name}, {when} ({src}); not a loaded price",
+             unit="usd_per_hour", basis="reference")
+    r.warn("list-price", f"no --price: using the {g.name}'s reference list price {fmt(value, 'usd_per_hour')} "
+                         f"({when}); a loaded GPU-hour adds power, networking, storage and support "
+                         f"(`napkin gpu-hour`)")
+    return value, f"reference list price, {when}"
+
+
+def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention: str,
+                            seq_len: float | None) -> tuple[float, float]:
+    """(flops_per_token, attention part) under the stated convention; recorded in the report."""
+    r.set("flops_convention", convention)
+    attn = 0.0
+    if convention != "6N":
+        if m is None:
+            raise InputError("flops_convention", convention, "needs the model's layers and attention width",
+                             "give --model NAME, or use --flops-convention 6N")
+        if seq_len is None:
+            raise InputError("seq_len", "nothing", f"is required with --flops-convention {convention}",
+                             "give --seq-len 8192")
+        factor = 6 if convention == "causal" else 12
+        d_attn = m.n_heads * m.head_dim
+        attn = r.step("attention_flops_per_token", f"{factor} · L · d_attn · T  ({convention})",
+                      value=flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len,
+                                                            convention=convention),
+                      unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"),
+                      cites=flops.attention_flops_per_token)
+        fpt = r.step("flops_per_token", "6 · N + attention",
+                     value=flops.train_flops_per_token(n, attention_flops=attn), unit="flops", N=(n, "count"),
+                     attention=(attn, "flops"), cites=flops.train_flops_per_token)
+        return fpt, attn
+    fpt = r.step("flops_per_token", "6 · N  (no attention term)", value=flops.train_flops_per_token(n),
+                 unit="flops", N=(n, "count"), cites=flops.train_flops_per_token)
+    if seq_len is not None:
+        if m is None:
+            r.note("seq_len is unused under the 6N convention without --model")
+        else:
+            extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
+                                                    convention="causal")
+            if extra / fpt >= ATTENTION_WARN:
+                r.warn("attention-ignored",
+                       f"6N leaves out attention: at seq_len {fmt(seq_len, 'count')} the causal term adds "
+                       f"{extra / fpt:.0%} to flops_per_token (use --flops-convention causal)")
+    return fpt, attn
+
+
+def resolve_tokens(r: Report, req: Any, m: ModelSpec | None) -> tuple[float, float | None]:
+    """(advanced tokens, unique tokens or None) from --tokens, --unique-tokens and --epochs."""
+    d, u, e = req.tokens, req.unique_tokens, req.epochs
+    if d is not None:
+        if u is not None and e is not None:
+            if abs(u * e - d) > 1e-9 * d:
+                raise InputError("epochs", f"{e:g}", f"does not match: unique_tokens · epochs = "
+                                 f"{fmt(u * e, 'count')} but tokens = {fmt(d, 'count')}",
+                                 "give two of --tokens, --unique-tokens and --epochs")
+        elif u is not None:
+            if u > d * (1 + 1e-12):
+                raise InputError("unique_tokens", fmt(u, "count"), f"exceeds the advanced tokens ({fmt(d, 'count')})",
+                                 "unique tokens are at most the tokens trained on")
+            e = r.step("epochs", "advanced_tokens / unique_tokens", value=d / u, unit="number",
+                       advanced_tokens=(d, "count"), unique_tokens=(u, "count"), result=False)
+        elif e is not None:
+            u = r.step("unique_tokens", "advanced_tokens / epochs", value=d / e, unit="count",
+                       advanced_tokens=(d, "count"), epochs=e, result=False)
+        r.set("advanced_tokens", d, "count")
+    elif u is not None:
+        if e is None:
+            e = r.assume("epochs", 1.0, "one pass over the unique tokens (give --epochs)", unit="number")
+        d = r.step("advanced_tokens", "unique_tokens · epochs", value=u * e, unit="count",
+                   unique_tokens=(u, "count"), epochs=e)
+    elif e is not None:
+        raise InputError("epochs", f"{e:g}", "needs --unique-tokens", "give --unique-tokens 500B --epochs 4")
+    elif m is not None and m.training_tokens:
+        d = r.assume("tokens", m.training_tokens, f"{m.name}'s published training tokens", unit="count",
+                     basis="catalog")
+        r.set("advanced_tokens", d, "count")
+    else:
+        raise InputError("tokens", "nothing", "is required", "give --tokens 2T, or --unique-tokens with --epochs")
+    if u is not None:
+        r.set("unique_tokens", u, "count")
+        r.set("epochs", e, "number")
+    return d, u
+
+
+def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> float:
+    """MFU: given, measured (a calibration file, counted the way this plan counts FLOPs), or the default."""
+    if req.mfu is not None:
+        r.assume("mfu", req.mfu, "as given", unit="fraction", basis="given")
+        if req.calibration:
+            from napkin import calibration
+
+            calibration.load(req.calibration)  # still read: a missing or broken file is an error, not ignored
+            r.note("--mfu given: it overrides the calibration's training MFU")
+        mfu = req.mfu
+    elif req.calibration:
+        from napkin import calibration
+
+        cal = calibration.load(req.calibration)
+        if cal.training_mfu is None:
+            raise InputError("calibration", req.calibration, "has no training MFU",
+                             "run `napkin measure` with a training step, or give --mfu")
+        # the measured MFU counted the way this plan counts FLOPs per token (6N, causal, full)
+        mfu = cal.training_mfu_for(getattr(req, "flops_convention", "6N")) or cal.training_mfu
+        r.assume("mfu", mfu, cal.label, unit="fraction", basis="measured")
+        for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None)):
+            r.warn(code, message)
+        size = getattr(cal, "training_mfu_params", None)
+        if size and abs(size - n) / n > 0.5:
+            r.warn("mfu-model-size", f"the calibration's MFU was measured on a {fmt(size, 'count')}-parameter model; "
+                                     f"MFU changes with model size, so measure on one near {fmt(n, 'count')}")
+    else:
+        mfu = assume_default(r, "mfu", "training_mfu")
+    if mfu > MFU_IMPLAUSIBLE:
+        r.warn("mfu-high", f"MFU {mfu:.0%} is above what dense training runs sustain (35-50% is good); check it is "
+                           f"MFU (model FLOPs) and not HFU, against the dense peak")
+    return mfu
+

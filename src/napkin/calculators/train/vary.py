@@ -1,0 +1,193 @@
+"""``--vary``: the answer of `napkin train` at each value of one or more inputs (a grid when several).
+
+A request's ``vary`` holds ``NAME=V1,V2,...`` specs (``overhead.NAME`` for one overhead). The
+base plan is run first, as it would be alone; then every combination of the varied values,
+each as its own train request. A deadline no cluster meets is a row marked infeasible, not
+an error for the sweep. The rows carry base units; the text table keeps the values as typed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import msgspec
+
+from napkin.errors import InputError
+from napkin.plan_files import ALTERNATIVES
+
+MAX_VARY_ROWS = 1000
+ROW_KEYS = ("goodput", "tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "marginal_usd",
+            "loaded_usd", "usd_per_million_tokens")
+
+
+def specs_of(vary: list[str]) -> list[str]:
+    """The NAME=V1,V2,... specs of a request's ``vary`` as typed.
+
+    A list field takes comma-separated items, so ``mfu=0.3,0.4`` arrives as ``mfu=0.3``, ``0.4``: a
+    piece without ``=`` is a value of the spec before it (one that leads is the start of the next).
+    """
+    out: list[str] = []
+    lead = ""
+    for piece in vary:
+        if "=" in piece:
+            out.append(lead + piece)
+            lead = ""
+        elif out:
+            out[-1] += "," + piece
+        else:
+            lead += piece + ","
+    if lead:
+        out.append(lead.rstrip(","))
+    return out
+
+
+def parse_vary(specs: list[str] | tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """``mfu=0.3,0.4,0.5`` -> [("mfu", ["0.3", "0.4", "0.5"])]; names are checked against the request."""
+    from napkin.calculators.train.request import TrainRequest
+    from napkin.errors import closest
+    from napkin.request import fields
+
+    names = [f.name for f in fields(TrainRequest) if f.name != "vary"]
+    out = []
+    for spec in specs:
+        if "=" not in spec:
+            raise InputError("vary", spec, "must be NAME=V1,V2,...", "e.g. --vary mfu=0.3,0.4,0.5")
+        name, values = spec.split("=", 1)
+        name = name.strip().replace("-", "_")
+        base = name.split(".", 1)[0]
+        if base not in names or (base == "overhead") != ("." in name):
+            near = closest(base, names)
+            raise InputError("vary", spec, f"does not name an input of train ({name!r})",
+                             f"did you mean {', '.join(near)}?" if near else "use a field of `napkin train --help`")
+        vals = [v.strip() for v in values.split(",") if v.strip()]
+        if not vals:
+            raise InputError("vary", spec, "has no values", "e.g. --vary mfu=0.3,0.4,0.5")
+        if name in [n for n, _ in out]:
+            raise InputError("vary", spec, f"has {name} twice",
+                             f"give all the values of {name} in one --vary {name}=V1,V2,...")
+        out.append((name, vals))
+    return out
+
+
+def vary_value(name: str, text: str) -> Any:
+    """A varied value in base units, as the JSON rows carry it (``30%`` -> 0.3, ``3/h`` -> 3.0)."""
+    from napkin import units
+    from napkin.calculators.train.request import TrainRequest
+    from napkin.request import fields, parse_value
+
+    if name.startswith("overhead."):
+        return units.parse(text, "number", name)
+    if name == "goodput" and text.lower() != "auto":  # a text field: a fraction, or auto
+        return units.parse(text, "fraction", name)
+    return parse_value(next(f for f in fields(TrainRequest) if f.name == name), text)
+
+
+def base_request(req: Any) -> Any:
+    """With --goodput auto the base run needs the cluster size; a vary of gpus or deadline gives it.
+
+    The base run (title, warnings, assumptions) then takes the varied value most likely to be
+    feasible: the fewest GPUs, or the longest deadline. Other requests are returned unchanged.
+    """
+    if not req.vary or str(req.goodput or "").strip().lower() != "auto":
+        return req
+    if req.gpus is not None or req.deadline is not None:
+        return req
+    axes = dict(parse_vary(specs_of(req.vary)))
+    for name, pick in (("gpus", min), ("deadline", max)):
+        if name in axes:
+            return msgspec.structs.replace(req, **{name: pick(vary_value(name, v) for v in axes[name])})
+    return req
+
+
+def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[dict]:
+    """Run the train calculator for every combination of the varied values.
+
+    A deadline that cannot be met is a row marked infeasible, not an error for the sweep.
+    """
+    from napkin.calculators.train.run import run_one
+    from napkin.calculators.train.request import TrainRequest
+    from napkin.request import parse_request
+
+    combos = list(itertools.product(*[vals for _, vals in axes]))
+    if len(combos) > MAX_VARY_ROWS:
+        raise InputError("vary", f"{len(combos):,} combinations", f"exceeds {MAX_VARY_ROWS:,}",
+                         "vary fewer values (or use `napkin plan`)")
+    varied = [n for n, _ in axes]
+    rows = []
+    for combo in combos:
+        raw = {k: v for k, v in base_raw.items() if k != "vary"}
+        raw["overhead"] = dict(raw.get("overhead") or {})
+        row: dict[str, Any] = {}
+        for (name, _), value in zip(axes, combo):
+            row[name] = vary_value(name, value)
+            if name.startswith("overhead."):
+                raw["overhead"][name.split(".", 1)[1]] = value
+            else:
+                raw[name] = value
+                for alt in ALTERNATIVES.get(name, ()):  # a varied --gpus replaces the base's --deadline
+                    if alt not in varied:
+                        raw.pop(alt, None)
+        try:
+            rep = run_one(parse_request(TrainRequest, raw))
+        except InputError as exc:
+            if "infeasible" not in exc.problem:
+                raise
+            row["infeasible"] = str(exc)
+            rows.append(row)
+            continue
+        for k in ROW_KEYS:
+            if k in rep.results:
+                row[k] = rep[k]
+        rows.append(row)
+    return rows
+
+
+def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -> str:
+    """The sweep as a table: the varied values as typed, then each row's answer."""
+    from napkin.units import format as fmt
+
+    names = [n for n, _ in axes]
+    cols: list[tuple[str, str, str]] = []
+    if len({r["goodput"] for r in rows if "goodput" in r}) > 1:  # goodput auto: it follows the cluster size
+        cols.append(("goodput", "goodput", "fraction"))
+    cols += [("tokens_per_gpu_s", "tokens/GPU-s", "per_s"), ("gpu_hours", "GPU-hours", "count")]
+    if any("gpus_needed" in r for r in rows):
+        cols.append(("gpus_needed", "GPUs needed", "count"))
+    if any("wall_s" in r for r in rows):
+        cols.append(("wall_s", "wall", "seconds"))
+    cols += [("marginal_usd", "marginal", "usd"), ("loaded_usd", "loaded", "usd")]
+    head = names + [c[1] for c in cols] + ["$/M marginal", "$/M loaded"]
+    table = [head]
+    for r, labels in zip(rows, itertools.product(*[vals for _, vals in axes])):
+        cells = list(labels)  # as typed: 30%, 3/h
+        if "infeasible" in r:
+            cells += ["infeasible"] + ["-"] * (len(head) - len(names) - 1)
+        else:
+            cells += [fmt(r[k], kind) if k in r else "-" for k, _, kind in cols]
+            per_m = r["usd_per_million_tokens"]
+            cells += [fmt(per_m["marginal"], "usd_per_million"), fmt(per_m["loaded"], "usd_per_million")]
+        table.append(cells)
+    widths = [max(len(t[i]) for t in table) for i in range(len(head))]
+    lines = [f"{title}, as {' and '.join(names)} {'vary' if len(names) > 1 else 'varies'}"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip() for t in table]
+    lines += [f"note: {r['infeasible']}" for r in rows if "infeasible" in r]
+    return "\n".join(lines)
+
+
+def run_vary(req: Any) -> Any:
+    """The base plan's Report with the sweep added under ``vary`` (its text is the sweep's table)."""
+    from napkin.calculators.train.run import run_one
+    from napkin.request import to_raw
+
+    req = base_request(req)
+    report = run_one(msgspec.structs.replace(req, vary=[]))
+    specs = specs_of(req.vary)
+    axes = parse_vary(specs)
+    if req.sensitivity:
+        raise InputError("vary", " ".join(specs), "cannot be combined with --sensitivity",
+                         "give --vary for the answer at each value, or --sensitivity for the tornado")
+    rows = vary_rows(to_raw(req), axes)
+    report.set("vary", {"inputs": [n for n, _ in axes], "rows": rows})
+    report.vary_axes = axes
+    return report

@@ -1,0 +1,117 @@
+"""A log read a piece at a time, its records spilled to a temporary file and its medians found in bounded
+memory, gives the report it gives read whole: the same totals, days and skip counts.
+
+The benchmark (benchmarks/ledger_bench.py --memory) measures the peak memory on a 1 GB log; here the pieces,
+the memory budget and the medians' in-memory limit are made tiny, so that a small log takes every path a
+1 GB one does (a piece boundary inside every few records, frames in the temporary file, the radix median).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from napkin import calculate
+from napkin.ledger import median as median_mod
+from napkin.ledger.readers import lines
+
+from ledger_helpers import T0, iso
+
+KEYS = ("records", "first_step", "last_step", "wall_s", "gpu_hours_allocated", "realised_usd", "advanced_tokens",
+        "processed_tokens", "usd_per_million_advanced_tokens", "goodput", "restarts", "skipped_lines", "duplicates",
+        "per_day", "drift_alerts", "mfu_busy", "mfu_realised")
+
+
+def _figures(path, **kw) -> dict:
+    d = calculate("ledger", {"logs": [str(path)], "price": "2.5/h", "params": "1B", "gpu": "h100", **kw}).to_dict()
+    return {k: d.get(k) for k in KEYS}
+
+
+def _same(a, b, where=""):
+    if isinstance(a, dict):
+        assert set(a) == set(b), where
+        for k in a:
+            _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-9), where
+    else:
+        assert a == b, where
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Pieces of 256 bytes, 1 KB of records in memory, medians of over 5 values from the temporary file."""
+    def shrink() -> None:
+        monkeypatch.setattr(lines, "CHUNK_BYTES", 256)
+        monkeypatch.setattr(lines, "SPILL_AFTER_BYTES", 1024)
+        monkeypatch.setattr(median_mod, "IN_MEMORY", 5)
+    return shrink
+
+
+def _rows(n: int, *, restart_at: int, gap_at: int) -> list[tuple]:
+    rows, step, t = [], 0, T0 + 23 * 3600  # starts an hour before midnight: the run spans days
+    for i in range(n):
+        if i == restart_at:
+            step, t = step - 30, t + 1800
+        if i == gap_at:
+            t += 7200
+        rows.append((step, t, 8 if i < n // 2 else 6, 4096))
+        step, t = step + 10, t + 95.5
+    return rows
+
+
+def test_csv_in_pieces_and_spilled_gives_the_same_report(tmp_path, tiny):
+    rows = _rows(400, restart_at=150, gap_at=300)
+    text = ["step,t_wall,gpus_allocated,tokens,loss"] + [f"{s},{iso(t)},{g},{k},2.5" for s, t, g, k in rows]
+    text.insert(60, "1234,2024-05-0")  # a line cut short
+    text.insert(200, text[199])  # a line written twice
+    text.insert(250, "")  # a blank line
+    path = tmp_path / "run.csv"
+    path.write_text("\n".join(text) + "\n")
+    whole = _figures(path, plan_usd_per_million="0.5")
+    tiny()
+    _same(_figures(path, plan_usd_per_million="0.5"), whole)
+    assert whole["skipped_lines"]["count"] == 1 and whole["duplicates"] == 1 and whole["restarts"]["count"] == 2
+
+
+def test_jsonl_in_pieces_and_spilled_gives_the_same_report(tmp_path, tiny):
+    rows = _rows(300, restart_at=100, gap_at=200)
+    text = [json.dumps({"step": s, "t_wall": t, "gpus_allocated": g, "tokens": k}) for s, t, g, k in rows]
+    text.insert(40, '{"step": 11, "t_wall": ')
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(text) + "\n")
+    whole = _figures(path)
+    tiny()
+    _same(_figures(path), whole)
+
+
+def test_records_past_the_budget_go_to_a_temporary_file(tmp_path, tiny):
+    from napkin.ledger.readers import read_log
+
+    rows = _rows(200, restart_at=50, gap_at=150)
+    path = tmp_path / "run.csv"
+    path.write_text("step,t_wall,gpus_allocated,tokens\n" + "".join(f"{s},{t},{g},{k}\n" for s, t, g, k in rows))
+    tiny()
+    read = read_log(str(path))
+    assert read.frames.spill is not None and len(read.frames) > 10
+    assert read.frame["step"].to_list() == [s for s, *_ in rows]  # every record, in order, back from the file
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.one_of(st.floats(-1e6, 1e6), st.integers(0, 5).map(float)), min_size=1, max_size=60))
+def test_the_bounded_median_is_numpys(values, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setattr(median_mod, "IN_MEMORY", 7)
+    monkeypatch.setattr(median_mod, "PIECE", 5)
+    v = median_mod.Values()
+    for i in range(0, len(values), 4):
+        v.add(np.array(values[i:i + 4]))
+    assert median_mod.median(v) == float(np.median(values))
