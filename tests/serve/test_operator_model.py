@@ -97,7 +97,7 @@ def test_each_operator_takes_its_larger_roof_and_the_step_is_their_sum():
     # at a large batch the step is the sum, well above one max() over the step's bytes and FLOPs
     d = ops_of(r, "decode")
     one_max = max(sum(x["memory_s"] for x in d.values()), sum(x["compute_s"] for x in d.values()))
-    assert r["decode_step_s"] > 1.15 * one_max
+    assert r["decode_step_s"] > 1.1 * one_max
 
 
 def test_gemm_efficiency_curve():
@@ -165,5 +165,5 @@ def test_json_keys_kept_and_added():
 def test_fitted_parameters_are_recorded_as_fitted():
     r = serve(batch=8)
     fitted = {a.name: a for a in r.assumptions if a.basis == "fitted"}
-    assert set(fitted) == {"per_layer_overhead", "per_layer_decode_overhead", "per_step_overhead"}
-    assert fitted["per_layer_overhead"].value == eff.fitted().overheads("generic")["per_layer_s"]
+    assert set(fitted) == {"per_layer_overhead", "per_layer_decode_overhead"}
+    assert fitted["per_layer_overhead"].value == eff.fitted().per_layer_s

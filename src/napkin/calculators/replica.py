@@ -143,6 +143,8 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
     for name, value, gv in (("per_layer_overhead", e.per_layer_s, given.per_layer_s),
                             ("per_layer_decode_overhead", e.per_layer_decode_s, given.per_layer_s),
                             ("per_step_overhead", e.per_step_s, given.per_step_s)):
+        if gv is None and name == "per_step_overhead" and value == 0:
+            continue  # not fitted (it moved between 0 and 2 ms from fold to fold): no fixed cost per step unless given
         if gv is None:
             r.assume(name, value, "fitted to published serving runs (TensorRT-LLM, vLLM, SGLang), leave-sources-out",
                      unit="seconds", basis="fitted", source=f"napkin validate: {fit.method}",

@@ -103,6 +103,21 @@ def shape() -> Shape:
     return msgspec.convert(_table()["model"], Shape)
 
 
+BASELINE = Path(__file__).parents[1] / "validation" / "baseline.json"
+
+
+@functools.cache
+def error_bars() -> dict:
+    """{figure: {family or 'all': {median, max, n}}}: the out-of-sample errors of the last `napkin validate`
+    (validation/baseline.json), which every serving answer cites; {} if none is stored."""
+    import json
+
+    try:
+        return json.loads(BASELINE.read_text())
+    except FileNotFoundError:
+        return {}
+
+
 @functools.cache
 def _stored() -> Fitted:
     return msgspec.convert(_table()["fitted"], Fitted)

@@ -7,18 +7,9 @@ every serving answer cites as its error bar and a test holds the model to.
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
 
+from napkin.catalog.efficiency import BASELINE
+from napkin.catalog.efficiency import error_bars as baseline  # noqa: F401  (what serve cites, stored here)
+
 HERE = Path(__file__).parent
-BASELINE = HERE / "baseline.json"
-
-
-@functools.cache
-def baseline() -> dict:
-    """{group: {family or 'all': {median, max, n}}} from the last `napkin validate --save-baseline`; {} if none."""
-    try:
-        return json.loads(BASELINE.read_text())
-    except FileNotFoundError:
-        return {}

@@ -70,9 +70,14 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """Median and max |error| per group, overall, per accelerator family and per engine."""
+    """Median and max |error| of the serving points per figure, overall, per accelerator family and per engine."""
+    return summary_of(rows, ("throughput", "tpot", "ttft", "latency"))
+
+
+def summary_of(rows: list[dict], groups: tuple[str, ...]) -> list[dict]:
+    """Median and max |error| per group, overall, per accelerator family and per engine (or framework)."""
     out = []
-    for group in ("throughput", "tpot", "ttft", "latency"):
+    for group in groups:
         mine = [r for r in rows if r["group"] == group]
         if not mine:
             continue

@@ -17,9 +17,7 @@ METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"
 
 
 def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:
-    from napkin.validation import baseline
-
-    table = baseline()
+    table = eff.error_bars()
     if not table:
         return
     fam = eff.family(s.g.key).key
@@ -30,8 +28,7 @@ def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:
         if not cell:
             continue
         where = f"{s.g.name.split()[0]}" if cell is g.get(fam) else "all"
-        out[key] = (f"{group.upper() if group != 'throughput' else 'throughput'}: operator-roofline model, median "
-                    f"error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} published "
+        out[key] = (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} published "
                     f"{'' if where == 'all' else where + ' '}points, out of sample")
     if out:
         r.set("error_bar", out)
