@@ -40,16 +40,30 @@ def test_static_batch_latency_includes_all_32_prefills():
 
 
 def test_continuous_throughput_pays_for_the_prefills():
-    """Steady state at 32 in flight: each step carries 32 decode tokens and 32 x 2,048 / 128 = 512 prompt tokens."""
+    """Steady state at 32 in flight: 32 x 2,048 / 128 = 512 prompt tokens per step on average, so one step in
+    four carries a whole 2,048-token prompt beside the 32 decode tokens and the others decode only."""
     r = serve(batch=32, prompt=2048, output=128)
     assert r["scheduling"] == "continuous"
     assert r["decode_sequences"] == 32  # 32 x (1 + 2048/128) = 544 tokens, inside the 8,192 budget
     assert r["prefill_tokens_per_step"] == pytest.approx(32 * 2048 / 128)
-    assert r["tokens_per_s"] == pytest.approx(32 / r["mixed_step_s"], rel=1e-12)
-    assert r["tpot_s"] == r["mixed_step_s"] > r["decode_step_s"]
+    assert r["prompt_step_tokens"] == 2048
+    assert r["prompt_step_share"] == pytest.approx(0.25)
+    assert r["cycle_s"] == pytest.approx(0.25 * r["mixed_step_s"] + 0.75 * r["decode_step_s"], rel=1e-12)
+    assert r["tokens_per_s"] == pytest.approx(32 / r["cycle_s"], rel=1e-12)
+    assert r["tpot_s"] == r["cycle_s"] > r["decode_step_s"]
     assert r["tokens_per_s"] < 32 / r["decode_step_s"]
     mixed = ops_of(r, "mixed")
-    assert mixed["lm_head"]["flops"] == pytest.approx(2 * (32 + 512 / 2048) * 4096 * 32000)
+    assert mixed["lm_head"]["flops"] == pytest.approx(2 * (32 + 1) * 4096 * 32000)
+
+
+def test_a_lone_sequence_pays_its_prefill_once():
+    """Batch 1, 1,000 in / 300 out: one step in 300 carries the prompt, so TPOT is the decode step plus a
+    three-hundredth of the prefill step's extra, not a prefill step's fixed costs on every token."""
+    r = serve(batch=1, prompt=1000, output=300)
+    assert r["prompt_step_share"] == pytest.approx(1 / 300)
+    extra = r["mixed_step_s"] - r["decode_step_s"]
+    assert r["tpot_s"] == pytest.approx(r["decode_step_s"] + extra / 300, rel=1e-12)
+    assert r["tpot_s"] < 1.05 * r["decode_step_s"]
 
 
 def test_the_token_budget_caps_the_decode_batch():

@@ -94,18 +94,37 @@ def prefill_tokens_per_step(decode_seqs: Any, *, prompt_tokens: Any, output_toke
     return decode_seqs * (prompt_tokens - cached_tokens) / output_tokens
 
 
-def continuous_step_seconds(mixed_step_s: Any, *, decode_step_s: Any, prefill_request_s: Any, decode_seqs: Any,
-                            output_tokens: Any, mixed: Any = True) -> Any:
-    """t_cycle = t_mixed(B_d, c)   (mixed)   or   t_decode(B_d) + (B_d / O) · t_prefill_per_request
+def prompt_steps(prefill_tokens: Any, *, new_tokens: Any, room: Any) -> tuple[Any, Any]:
+    """(c, q) = (max(p, min(T, room)), p / c)
 
-    The time each decoding sequence waits per output token (its TPOT): a mixed step, or a decode
-    step plus the share of separate prefill steps that pause it.
+    With p prompt tokens to prefill per step on average, a prompt of T new tokens rides whole in
+    one step when the budget leaves room for it (in chunks of ``room`` otherwise), so a fraction
+    q = p / c of the steps carry c prompt tokens each and the rest decode only; when several
+    prompts arrive per step (p > T) every step carries them.
+    Trap: spreading the prompt thinly over every step: at batch 1 each step would carry 3 of a
+    1,000-token prompt and pay a prefill step's fixed costs 300 times instead of once.
+    Source: Yu et al. 2022, Orca (iteration-level scheduling); Agrawal et al. 2024,
+    Sarathi-Serve (OSDI '24), chunked prefills within a token budget.
+    """
+    c = _maximum(prefill_tokens, _minimum(new_tokens, _maximum(room, 1.0 + 0.0 * room)))
+    return c, prefill_tokens / c
+
+
+def continuous_step_seconds(mixed_step_s: Any, *, decode_step_s: Any, prefill_request_s: Any, decode_seqs: Any,
+                            output_tokens: Any, mixed: Any = True, prompt_share: Any = 1.0) -> Any:
+    """t_cycle = q · t_mixed(B_d, c) + (1 − q) · t_decode(B_d)   (mixed)
+    or t_decode(B_d) + (B_d / O) · t_prefill_per_request   (prefill steps of their own)
+
+    The mean time each decoding sequence waits per output token (its mean TPOT): a share q of the
+    steps carry prompt tokens (prompt_steps), or each decode step pays its share of the separate
+    prefill steps that pause it.
     Trap: TPOT of an idle decode batch at full load: the prefills of arriving requests stretch
-    every decode step.
+    the decode steps.
     Source: Agrawal et al. 2024, Sarathi-Serve (generation stalls of prefill-prioritising schedulers).
     """
+    blended = prompt_share * mixed_step_s + (1 - prompt_share) * decode_step_s
     separate = decode_step_s + decode_seqs / output_tokens * prefill_request_s
-    return mixed_step_s * mixed + separate * (1 - mixed)
+    return blended * mixed + separate * (1 - mixed)
 
 
 def prefill_chunk_plan(new_tokens: Any, *, room: Any, cached_tokens: Any = 0.0) -> tuple[Any, Any, Any]:

@@ -20,8 +20,9 @@ from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 
 GRID = {
-    "per_layer_s": (0.0, 20e-6, 40e-6, 60e-6, 80e-6, 100e-6, 120e-6, 160e-6, 200e-6, 250e-6),
-    "per_layer_decode_s": (0.0, 10e-6, 20e-6, 30e-6, 40e-6, 60e-6, 80e-6, 120e-6, 160e-6),
+    "per_layer_s": (0.0, 20e-6, 40e-6, 60e-6, 80e-6, 100e-6, 120e-6, 140e-6, 160e-6, 180e-6, 200e-6, 250e-6),
+    "per_layer_decode_s": (0.0, 10e-6, 20e-6, 30e-6, 40e-6, 50e-6, 60e-6, 70e-6, 80e-6, 90e-6, 100e-6, 110e-6,
+                           120e-6, 140e-6, 160e-6),
 }
 ROUNDS = 2
 

@@ -74,16 +74,27 @@ def continuous(r: Report, s: Setup, req: ServeRequest, c: Context, dec: dict) ->
     if bd < b:
         r.note(f"the step's token budget ({req.chunk:,} tokens) binds: at most {bd:,.0f} of the {b:,} sequences "
                "decode per step, the rest wait with their prompts; raise --chunk or lower --batch")
-    chunk = r.step("prefill_tokens_per_step", "decode_sequences · (prompt − cached) / output", value=float(
+    p = r.step("prefill_tokens_per_step", "decode_sequences · (prompt − cached) / output", value=float(
         sch.prefill_tokens_per_step(bd, prompt_tokens=req.prompt, output_tokens=req.output, cached_tokens=cached)),
         unit="count", cites=sch.prefill_tokens_per_step,
-        note="each finished sequence is replaced by a new request whose prompt rides in the steps")
+        note="each finished sequence is replaced by a new request whose prompt is prefilled in the steps")
+    c_tok, q = (float(v) for v in sch.prompt_steps(p, new_tokens=new, room=req.chunk - bd))
+    r.step("prompt_step_tokens", "max(prefill_tokens_per_step, min(prompt − cached, chunk − decode_sequences))",
+           value=c_tok, unit="count", cites=sch.prompt_steps, note="the prompt tokens a step that carries any holds")
+    r.step("prompt_step_share", "prefill_tokens_per_step / prompt_step_tokens", value=q, unit="fraction",
+           cites=sch.prompt_steps, note="the share of steps that carry prompt tokens; the rest decode only")
     micro = float(sv.microbatch(bd, pp=s.pp)) / bd
-    mixed = s.replica.operators((bd + chunk) * micro, kv_tokens=bd * c.held_avg * micro,
-                                prefill_pairs=chunk / new * pairs_per_request(s, new, cached) * micro,
-                                logits=(bd + chunk / new) * micro)
-    t = _steps(r, s, dec, label="mixed", ops=mixed, expr="Σ operators of a step with decode_sequences decode tokens "
-               "and prefill_tokens_per_step prompt tokens")
+    mixed = s.replica.operators((bd + c_tok) * micro, kv_tokens=bd * c.held_avg * micro,
+                                prefill_pairs=c_tok / new * pairs_per_request(s, new, cached) * micro,
+                                logits=(bd + c_tok / new) * micro)
+    t_mix = _steps(r, s, dec, label="mixed", ops=mixed, expr="Σ operators of a step with decode_sequences decode "
+                   "tokens and prompt_step_tokens prompt tokens")
+    t_dec = total(dec) if bd >= req.batch else total(decode_step(s, bd, c))
+    t = r.step("cycle_s", "prompt_step_share · mixed_step_s + (1 − prompt_step_share) · decode_step_s(decode_sequences)",
+               value=float(sch.continuous_step_seconds(t_mix, decode_step_s=t_dec, prefill_request_s=0.0,
+                                                       decode_seqs=bd, output_tokens=req.output, prompt_share=q)),
+               unit="seconds", cites=sch.continuous_step_seconds,
+               note="the mean step each decoding sequence waits per token")
     window = pairs_per_request(s, new, cached) / sch.prefill_pairs(new, cached_tokens=cached)  # a window cuts some
     n, tokens, pairs = sch.prefill_chunk_plan(new, room=req.chunk - bd, cached_tokens=cached)
     chunk_step = total(s.replica.operators((bd + tokens) * micro, kv_tokens=bd * c.held_avg * micro,
@@ -91,7 +102,6 @@ def continuous(r: Report, s: Setup, req: ServeRequest, c: Context, dec: dict) ->
     ttft = r.step("ttft_s", "chunks · (a step with the decode batch and one chunk of the prompt)   (no queue)",
                   value=float(sch.continuous_ttft_seconds(chunk_step, n_chunks=n)), unit="seconds", chunks=n,
                   chunk=(tokens, "count"), cites=sch.continuous_ttft_seconds)
-    t_dec = total(dec)
     return Schedule(ttft, t, bd / t, t_dec, (t - t_dec) * req.output / bd, bd)
 
 

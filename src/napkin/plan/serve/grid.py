@@ -161,15 +161,21 @@ def steady_state(req: PlanServeRequest, m: Any, *, rates: Any, shapes: Any, t: A
         return op.step_operators(tokens * micro, kv_tokens=bd * held * micro, prefill_pairs=pairs * window * micro,
                                  logits=logits * micro, shapes=shapes, rates=rates, tp=t)
 
+    c, q = sch.prompt_steps(c, new_tokens=new, room=req.chunk - bd)
     mixed = step(bd + c, c / new * sch.prefill_pairs(new, cached_tokens=prefix), bd + c / new)
-    tpot = op.total_seconds(mixed)
+    decode = step(bd, 0.0 * bd, bd)
+    tpot = sch.continuous_step_seconds(op.total_seconds(mixed), decode_step_s=op.total_seconds(decode),
+                                       prefill_request_s=0.0, decode_seqs=bd, output_tokens=req.output,
+                                       prompt_share=q)
     n, tokens, pairs = sch.prefill_chunk_plan(new, room=req.chunk - bd, cached_tokens=prefix)
     chunk = op.total_seconds(step(bd + tokens, pairs, bd + 1.0 / n))
-    gemm = [mixed[k] for k in ("qkv", "attention_out", "mlp", "lm_head")]
+    def mean(attr: str, names: tuple[str, ...]) -> Any:  # over the steps: a share q carry prompt tokens
+        return sum(q * getattr(mixed[k], attr) + (1 - q) * getattr(decode[k], attr) for k in names)
+
+    gemm = ("qkv", "attention_out", "mlp", "lm_head", "attention")
     return {"tpot": tpot, "tps": bd / tpot, "ttft": sch.continuous_ttft_seconds(chunk, n_chunks=n),
-            "memory": sum(o.memory_s for o in gemm) + mixed["attention"].memory_s,
-            "compute": sum(o.compute_s for o in gemm) + mixed["attention"].compute_s,
-            "comm": mixed["allreduce"].seconds}
+            "memory": mean("memory_s", gemm), "compute": mean("compute_s", gemm),
+            "comm": mean("seconds", ("allreduce",))}
 
 
 def _at_load(req: PlanServeRequest, *, ttft: Any, tpot: Any, tps: Any, B: Any, n: Any) -> dict[str, Any]:
