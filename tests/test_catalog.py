@@ -48,6 +48,7 @@ ROUNDED_ONLY = {
     "chinchilla-70b": "never released; Hoffmann et al. 2022 give 70B",
     "deepseek-v3": "the Hub's safetensors total adds the 14B MTP module and FP8 scales; the report gives 671B",
     "deepseek-r1": "V3's architecture and checkpoint layout; the R1 paper and model card give 671B",
+    "falcon-180b": "TII's model card and the Falcon paper (arXiv:2311.16867) give only 180B",
 }
 
 # Models whose publisher counts active parameters without the input embedding (a table look-up,

@@ -142,6 +142,9 @@ def test_an_input_with_a_default_is_given_only_when_it_differs(run_cli):
     assert basis(*memory, name="usable") == "assumed"
     assert basis(*memory, "--usable", "0.7", name="usable") == "given"
     serve = ("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8")
-    assert basis(*serve, name="allreduce_latency") == "assumed"
+    assert basis(*serve, name="usable") == "assumed"
+    assert basis(*serve, "--usable", "0.8", name="usable") == "given"
+    # a measured figure of the GPU family is the catalog's, and a typed one is given
+    assert basis(*serve, name="allreduce_latency") == "catalog"
     assert basis(*serve, "--allreduce-latency", "5us", name="allreduce_latency") == "given"
     assert basis("journey", "--system-tokens", "500", name="system_tokens") == "given"

@@ -68,7 +68,7 @@ class Assumption:
     value: Any
     note: str
     unit: str | None = None
-    basis: str = "assumed"  # assumed | measured | catalog | given | reference
+    basis: str = "assumed"  # assumed | measured | catalog | given | reference | fitted
     source: str = ""  # where a default's value comes from (catalog/assumptions.toml)
     replaced_by: str = ""  # the measurement that would replace it
 
@@ -233,6 +233,9 @@ class Report:
         guessed = [a for a in self.assumptions if a.basis in ("assumed", "reference")]
         if guessed:
             lines.append("assumed: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in guessed))
+        fitted = [a for a in self.assumptions if a.basis == "fitted"]
+        if fitted:  # fitted to published measurements (napkin validate): named, so a reader knows they are
+            lines.append("fitted: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)}" for a in fitted))
         measured = [a for a in self.assumptions if a.basis == "measured"]
         if measured:  # a figure from a calibration file: where and when it was measured
             lines.append("measured: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"

@@ -268,6 +268,41 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
         """The sliding window as the attention-FLOPs formulas take it: W (∞ when none) and L_w."""
         return {"window_tokens": self.window_tokens, "window_layers": float(self.n_sliding_layers)}
 
+    def layer_shapes(self, tp: Any, *, kv_bytes_per_value: float, bytes_per_weight: float,
+                     mlp_bytes_per_weight: float | None = None) -> Any:
+        """The widths one GPU multiplies per layer under tensor parallelism ``tp`` (scalar or array),
+        as :class:`napkin.formulas.operators.LayerShapes`: the operator model's view of this model.
+
+        The attention projections' weights are ``attention_params()`` (MLA's low-rank factors
+        included) split into the output projection (h · d_v in) and the rest (QKV, as one GEMM);
+        KV bytes per token are one layer's share of ``kv_bytes_per_token``, split over the GPUs
+        that hold whole KV heads (MLA's latent is replicated); dense and MoE layers are mixed by
+        their share of the L layers.
+        """
+        from napkin.formulas import operators as op
+        from napkin.formulas.serving import kv_shards
+
+        d, h, L = self.d_model, self.n_heads, self.n_layers
+        gated = 2 if self.gated_mlp else 1
+        v_dim = self.v_head_dim if self.attention == "mla" else self.head_dim
+        out_in = h * v_dim
+        qkv = (self.attention_params() - out_in * d) / d
+        shards = kv_shards(tp, n_kv_heads=self.n_kv_heads, latent=self.attention == "mla")
+        moe = self.is_moe
+        fe = self.d_ff_expert or self.d_ff
+        fs = (self.d_ff_shared or fe) * self.n_shared_experts if moe else 0
+        return op.LayerShapes(
+            d_model=d, qkv_out=qkv / tp, attn_out_in=out_in / tp,
+            mlp_in_out=gated * self.d_ff / tp, mlp_out_in=self.d_ff / tp,
+            n_experts=self.n_experts if moe else 0, top_k=self.n_active_experts if moe else 0,
+            expert_in_out=gated * fe / tp if moe else 0, expert_out_in=fe / tp if moe else 0,
+            shared_in_out=gated * fs / tp, shared_out_in=fs / tp,
+            moe_fraction=self.n_moe_layers / L if moe else 0.0,
+            kv_bytes_per_token=self.kv_values_per_token() / L * kv_bytes_per_value / shards,
+            attn_flops_per_kv_token=4.0 * self.d_attn / tp, vocab_out=self.vocab_size / tp, n_layers=L,
+            bytes_per_weight=bytes_per_weight,
+            mlp_bytes_per_weight=bytes_per_weight if mlp_bytes_per_weight is None else mlp_bytes_per_weight)
+
     # ------------------------------------------------------------- KV cache
     def kv_values_per_token(self) -> int:
         """Cached values per token over all layers.

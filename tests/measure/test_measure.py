@@ -382,8 +382,8 @@ def test_calibration_feeds_serve_bandwidth_and_prefill_efficiency(tmp_path):
     got = {a.name: a for a in r.assumptions}
     assert got["bandwidth_efficiency"].value == pytest.approx(cal.bandwidth_fraction, rel=1e-12)
     assert got["bandwidth_efficiency"].basis == "measured"
-    assert got["mfu"].value == pytest.approx(cal.matmul_fraction_of_peak["bf16"], rel=1e-12)
-    assert got["mfu"].note.startswith(cal.label)
+    assert got["gemm_efficiency"].value == pytest.approx(cal.matmul_fraction_of_peak["bf16"], rel=1e-12)
+    assert got["gemm_efficiency"].note.startswith(cal.label)
 
 
 # ------------------------------------------------------------------ calibration errors

@@ -22,37 +22,48 @@ SERVE_70B_8XH100 = (
     '  kv_bytes_per_sequence          426 MB\n'
     '  kv_total_bytes                 6.816 GB\n'
     '  kv_bytes_per_gpu               852 MB\n'
-    '  usable_bytes_per_gpu           72 GB\n'
+    '  usable_bytes_per_gpu           76.56 GB\n'
     '  needed_bytes_per_gpu           18.49 GB\n'
     '  fits                           yes\n'
-    '  free_bytes                     428.1 GB\n'
-    '  max_batch                      1,020\n'
+    '  free_bytes                     464.5 GB\n'
+    '  max_batch                      1,106\n'
     '  prefill_linear_flops           141.1 TFLOP\n'
     '  prefill_attention_flops        1.311 TFLOP\n'
     '  prefill_flops                  142.4 TFLOP\n'
-    '  prefill_compute_s              44.98 ms\n'
-    '  prefill_comm_s                 11.79 ms\n'
-    '  ttft_s                         56.77 ms\n'
+    '  prefill_s                      62.28 ms\n'
+    '  prefill_mfu                    28.9%\n'
     '  decode_flops_per_token         144.1 GFLOP\n'
     '  decode_step_bytes              147.1 GB\n'
     '  decode_step_flops              2.306 TFLOP\n'
-    '  decode_memory_s                6.863 ms\n'
-    '  decode_compute_s               728.3 us\n'
-    '  decode_comm_s                  1.763 ms\n'
-    '  decode_step_s                  8.626 ms\n'
-    '  bound                          bandwidth\n'
-    '  compute_bound_batch            236\n'
-    '  tpot_s                         8.626 ms\n'
-    '  tokens_per_s_per_sequence      115.9/s\n'
-    '  tokens_per_s                   1855/s\n'
-    '  request_latency_s              2.636 s\n'
+    '  decode_floor_s                 5.49 ms\n'
+    '  decode_floor_tokens_per_s      2914/s\n'
+    '  scheduling                     continuous\n'
+    '  decode_step_s                  16.69 ms\n'
+    '  decode_sequences               16\n'
+    '  prefill_tokens_per_step        53.33\n'
+    '  prompt_step_tokens             1,000\n'
+    '  prompt_step_share              5.33%\n'
+    '  mixed_step_s                   63.26 ms\n'
+    '  cycle_s                        19.18 ms\n'
+    '  ttft_s                         63.26 ms\n'
+    '  bound                          fixed costs\n'
+    '  compute_bound_batch            208\n'
+    '  tpot_s                         19.18 ms\n'
+    '  tokens_per_s_per_sequence      52.14/s\n'
+    '  request_latency_s              5.798 s\n'
+    '  tokens_per_s                   834.3/s\n'
+    '  requests_per_s                 2.781/s\n'
     '  dense_flops_per_s              989.5 TFLOP/s\n'
     '  memory_bytes_per_s             3.35 TB/s\n'
     '  replica_usd_per_hour           $20/h\n'
-    '  usd_per_million_output_tokens  $2.995/M\n'
-    '  usd_per_million_input_tokens   $0.3154/M\n'
-    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; allreduce_latency = 10 us; utilization = 100%\n'
-    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
+    '  usd_per_request                $0.001998\n'
+    '  usd_per_million_output_tokens  $5.797/M\n'
+    '  usd_per_million_input_tokens   $0.2587/M\n'
+    '  usd_per_million_tokens_all_in  $6.659/M\n'
+    '  error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
+    'assumed: usable = 90%; utilization = 100%\n'
+    'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'
+    "note: continuous batching, steady state at 16 sequences in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
 )
 
 BILL_RECEIPT_ARGS = ['bill', 'claude-sonnet-4', '--input', '1000', '--output', '300', '--as-of', '2025-10-01']
@@ -107,34 +118,36 @@ PLAN_H100 = (
     '  model                               Llama 3.1 70B\n'
     '  configurations                      48\n'
     '  valid_configurations                30\n'
-    '  fitting_configurations              21\n'
-    '  meeting_slo                         12\n'
+    '  fitting_configurations              23\n'
+    '  meeting_slo                         11\n'
     '  best                                3 x 4 h100-sxm (bf16, TP 4, batch 64)\n'
     '  best_total_gpus                     12\n'
     '  best_fleet_usd_per_hour             $30/h\n'
     '  best_usd_per_million_output_tokens  $2.778/M\n'
-    '  best_ttft_s                         100.3 ms\n'
-    '  best_tpot_s                         26.4 ms\n'
-    'assumed: utilization = 70%; mfu = 40%; bandwidth_efficiency = 80%\n'
-    'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a full-batch decode step stretched by the prefill pauses at that rate (an upper bound)\n'
-    'note: Pareto front: every column at capacity, each replica decoding a full batch with no prefills: tok/s/GPU = batch / TPOT / GPUs\n'
-    'note: simplification: no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica\n'
-    'note: simplification: static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree\n'
-    'note: simplification: prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load\n'
+    '  best_ttft_s                         95.93 ms\n'
+    '  best_tpot_s                         40.52 ms\n'
+    'assumed: utilization = 70%\n'
+    'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
+    'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
+    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
     '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h   $/M out  bound\n'
-    '  h100-sxm  bf16     4   4   1     64         3     12  100.3 ms    26.4 ms           250/s      $30/h  $2.778/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1     64         2     16  56.77 ms   13.91 ms         187.5/s      $40/h  $3.704/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1    256         2     16  56.77 ms   22.15 ms         187.5/s      $40/h  $3.704/M  compute\n'
+    '  h100-sxm  bf16     4   4   1     64         3     12  95.93 ms   40.52 ms           250/s      $30/h  $2.778/M  compute\n'
+    '  h100-sxm  bf16     8   8   1     64         2     16  66.19 ms   28.63 ms         187.5/s      $40/h  $3.704/M  compute\n'
+    '  h100-sxm  bf16     4   2   2     64         4     16  87.87 ms   47.77 ms         187.5/s      $40/h  $3.704/M  bandwidth\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
-    '  h100-sxm  bf16     8   8     16     115.9/s             231.9/s  8.626 ms  bandwidth\n'
-    '  h100-sxm  bf16     8   8     64     100.4/s             803.3/s  9.959 ms  bandwidth\n'
-    '  h100-sxm  bf16     8   8    256     63.04/s              2017/s  15.86 ms  compute\n'
-    '  h100-sxm  bf16     4   4    256     36.84/s              2358/s  27.14 ms  compute\n'
+    '  h100-sxm  bf16     8   8     16     52.14/s             104.3/s  19.18 ms  bandwidth\n'
+    '  h100-sxm  bf16     4   4     16     37.58/s             150.3/s  26.61 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8     64     34.93/s             279.4/s  28.63 ms  compute\n'
+    '  h100-sxm  bf16     4   4     64     24.68/s             394.8/s  40.52 ms  compute\n'
+    '  h100-sxm  bf16     8   2    256     16.77/s             536.5/s  59.64 ms  compute\n'
+    '  h100-sxm  bf16     4   1    256     10.37/s             663.6/s  96.44 ms  compute\n'
 )
 
 SERVE_WATERFALL_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--batch', '8', '--price', '2.95/h', '--waterfall', 'batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b']
@@ -151,46 +164,59 @@ SERVE_WATERFALL = (
     '  kv_bytes_per_sequence          170.4 MB\n'
     '  kv_total_bytes                 1.363 GB\n'
     '  kv_bytes_per_gpu               1.363 GB\n'
-    '  usable_bytes_per_gpu           72 GB\n'
+    '  usable_bytes_per_gpu           76.56 GB\n'
     '  needed_bytes_per_gpu           17.42 GB\n'
     '  fits                           yes\n'
-    '  free_bytes                     54.58 GB\n'
-    '  max_batch                      328\n'
+    '  free_bytes                     59.13 GB\n'
+    '  max_batch                      355\n'
     '  prefill_linear_flops           16.06 TFLOP\n'
     '  prefill_attention_flops        262.1 GFLOP\n'
     '  prefill_flops                  16.32 TFLOP\n'
-    '  prefill_compute_s              41.24 ms\n'
-    '  ttft_s                         41.24 ms\n'
+    '  prefill_s                      31.13 ms\n'
+    '  prefill_mfu                    53%\n'
     '  decode_flops_per_token         16.66 GFLOP\n'
     '  decode_step_bytes              17.27 GB\n'
     '  decode_step_flops              133.3 GFLOP\n'
-    '  decode_memory_s                6.443 ms\n'
-    '  decode_compute_s               336.8 us\n'
-    '  decode_step_s                  6.443 ms\n'
+    '  decode_floor_s                 5.154 ms\n'
+    '  decode_floor_tokens_per_s      1552/s\n'
+    '  scheduling                     continuous\n'
+    '  decode_step_s                  8.856 ms\n'
+    '  decode_sequences               8\n'
+    '  prefill_tokens_per_step        26.67\n'
+    '  prompt_step_tokens             1,000\n'
+    '  prompt_step_share              2.67%\n'
+    '  mixed_step_s                   31.74 ms\n'
+    '  cycle_s                        9.467 ms\n'
+    '  ttft_s                         31.74 ms\n'
     '  bound                          bandwidth\n'
-    '  compute_bound_batch            none\n'
-    '  tpot_s                         6.443 ms\n'
-    '  tokens_per_s_per_sequence      155.2/s\n'
-    '  tokens_per_s                   1242/s\n'
-    '  request_latency_s              1.968 s\n'
+    '  compute_bound_batch            202\n'
+    '  tpot_s                         9.467 ms\n'
+    '  tokens_per_s_per_sequence      105.6/s\n'
+    '  request_latency_s              2.862 s\n'
+    '  tokens_per_s                   845.1/s\n'
+    '  requests_per_s                 2.817/s\n'
     '  dense_flops_per_s              989.5 TFLOP/s\n'
     '  memory_bytes_per_s             3.35 TB/s\n'
     '  replica_usd_per_hour           $2.95/h\n'
-    '  usd_per_million_output_tokens  $0.6599/M\n'
-    '  usd_per_million_input_tokens   $0.03379/M\n'
-    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; utilization = 100%\n'
-    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
-    'note: no batch makes this decode step compute-bound: the KV read grows as fast as the FLOPs\n'
+    '  usd_per_request                $0.0002909\n'
+    '  usd_per_million_output_tokens  $0.9072/M\n'
+    '  usd_per_million_input_tokens   $0.01875/M\n'
+    '  usd_per_million_tokens_all_in  $0.9697/M\n'
+    '  error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
+    'warning [draft-slower]: at waterfall step draft=llama-3.2-1b: speculative decoding is slower here (0.90x): the draft and the verification cost more than the accepted tokens save\n'
+    'assumed: usable = 90%; utilization = 100%\n'
+    'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'
+    "note: continuous batching, steady state at 8 sequences in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
     'note: waterfall: each change is applied on top of the ones before it, in the order given, to the same prompt and output lengths\n'
     '\n'
     'waterfall (each change on top of the ones before):\n'
-    '  step                tokens/s     x      TPOT      TTFT     $/M out  binds      max batch\n'
-    '  baseline              1242/s     -  6.443 ms  41.24 ms   $0.6599/M  bandwidth        328\n'
-    '  batch=64              6672/s  5.37  9.592 ms  41.24 ms   $0.1228/M  bandwidth        328\n'
-    '  precision=fp8         9703/s  1.45  6.596 ms  20.62 ms  $0.08445/M  bandwidth        375\n'
-    '  tp=2                 15950/s  1.64  4.013 ms  12.12 ms   $0.1028/M  bandwidth        797\n'
-    '  cached-prefix=900    15950/s  1.00  4.013 ms  2.255 ms   $0.1028/M  bandwidth      2,591\n'
-    '  draft=llama-3.2-1b   20985/s  1.32   3.05 ms  2.255 ms   $0.0781/M  bandwidth      1,416\n'
+    '  step                tokens/s     x      TPOT      TTFT    $/M out  binds        max batch\n'
+    '  baseline             845.1/s     -  9.467 ms  31.74 ms  $0.9072/M  bandwidth          355\n'
+    '  batch=64              3741/s  4.43  17.11 ms  36.02 ms  $0.1534/M  bandwidth          355\n'
+    '  precision=fp8         5028/s  1.34  12.73 ms  25.09 ms  $0.1201/M  bandwidth          402\n'
+    '  tp=2                  6667/s  1.33  9.599 ms  18.25 ms  $0.1857/M  fixed costs        851\n'
+    '  cached-prefix=900     8119/s  1.22  7.883 ms  10.21 ms  $0.1857/M  fixed costs      2,764\n'
+    '  draft=llama-3.2-1b    7280/s  0.90  8.792 ms  10.21 ms   $0.209/M  fixed costs      1,512\n'
 )
 
 
@@ -222,7 +248,8 @@ def test_waterfall_json_rows(run_cli):
     steps = [row["step"] for row in d["waterfall"]]
     assert steps == ["baseline", "batch=64", "precision=fp8", "tp=2", "cached-prefix=900", "draft=llama-3.2-1b"]
     assert d["waterfall"][3]["gpus"] == 2  # tp=2 on a one-GPU replica brings its second GPU
-    assert all(row["binds"] in ("memory capacity", "bandwidth", "compute", "communication") for row in d["waterfall"])
+    assert all(row["binds"] in ("memory capacity", "bandwidth", "compute", "communication", "fixed costs")
+               for row in d["waterfall"])
 
 
 @pytest.mark.parametrize("args,name", [
@@ -256,11 +283,11 @@ def test_memory_chart_by_name(run_cli, tmp_path):
      "error: cached_prefix must be less than the prompt (1000 tokens); got 1000 (at least one prompt token is "
      "computed)\n"),
     (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--mfu", "40"],
-     "error: mfu must be in (0, 1]; got 40 (did you mean 0.40?)\n"),
+     "error: gemm_efficiency must be in (0, 1]; got 40 (did you mean 0.40?)\n"),
     (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--waterfall", "foo=1"],
      "error: waterfall has a knob napkin does not vary; got foo=1 (use one of batch, precision, kv-precision, tp, "
-     "gpus, gpu, cached-prefix, draft, draft-tokens, acceptance, mfu, bandwidth-efficiency, allreduce-latency, "
-     "price)\n"),
+     "gpus, gpu, cached-prefix, draft, draft-tokens, acceptance, gemm-efficiency, bandwidth-efficiency, "
+     "allreduce-latency, price, scheduling, chunk)\n"),
     (["bill", "claude-5"], "error: unknown API model 'claude-5'; closest: claude-opus-4, claude-haiku-3.5, "
                           "claude-sonnet-4\n"),
     (["bill", "claude-sonnet-4", "--input", "100", "--cached", "200"],
@@ -280,25 +307,25 @@ def test_bad_input_is_one_line(run_cli, args, message):
 WATERFALL_REPEAT_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--price', '2.95/h',
                          '--waterfall', 'batch=32,precision=fp8,batch=128', '--waterfall', 'batch=100000,batch=256']
 WATERFALL_REPEAT_TAIL = (
-    'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 375 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
-    'assumed: mfu = 40%; bandwidth_efficiency = 80%; usable = 90%; utilization = 100%\n'
-    'note: TTFT here is the prefill on an idle replica: queueing and network add to it\n'
-    'note: no batch makes this decode step compute-bound: the KV read grows as fast as the FLOPs\n'
+    'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 402 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
+    'assumed: usable = 90%; utilization = 100%\n'
+    'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'
+    "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
     'note: waterfall: each change is applied on top of the ones before it, in the order given, to the same prompt and output lengths\n'
     '\n'
     'waterfall (each change on top of the ones before):\n'
     '  step           tokens/s      x      TPOT      TTFT     $/M out  binds            max batch\n'
-    '  baseline        165.3/s      -  6.049 ms  41.24 ms    $4.957/M  bandwidth              328\n'
-    '  batch=32         4106/s  24.84  7.793 ms  41.24 ms   $0.1995/M  bandwidth              328\n'
-    '  precision=fp8    6672/s   1.62  4.796 ms  20.62 ms   $0.1228/M  bandwidth              375\n'
-    '  batch=128       12555/s   1.88   10.2 ms  20.62 ms  $0.06527/M  bandwidth              375\n'
-    '  batch=100000          -      -         -         -           -  memory capacity        375\n'
-    '  batch=256       14717/s   1.17  17.39 ms  20.62 ms  $0.05568/M  bandwidth              375\n'
+    '  baseline        117.1/s      -  8.541 ms  31.21 ms    $6.937/M  bandwidth              355\n'
+    '  batch=32         2522/s  21.54  12.69 ms  33.57 ms   $0.2611/M  bandwidth              355\n'
+    '  precision=fp8    3467/s   1.37   9.23 ms  22.95 ms   $0.1944/M  bandwidth              402\n'
+    '  batch=128        6416/s   1.85  19.95 ms  29.36 ms  $0.08291/M  bandwidth              402\n'
+    '  batch=100000          -      -         -         -           -  memory capacity        402\n'
+    '  batch=256        7220/s   1.13  35.46 ms  37.96 ms  $0.06695/M  bandwidth              402\n'
 )
 
 
 def test_waterfall_keeps_repeated_steps_and_marks_the_one_that_does_not_fit(run_cli):
-    """Every step in the order given (batch twice, then again), and batch=100000 (at most 375 sequences fit
+    """Every step in the order given (batch twice, then again), and batch=100000 (at most 402 sequences fit
     with fp8 weights) as not fitting: no tokens/s, no speed-up, no $/M; batch=256 is compared with batch=128."""
     out = run_cli(*WATERFALL_REPEAT_ARGS).stdout
     assert out[out.index("warning ["):] == WATERFALL_REPEAT_TAIL

@@ -43,10 +43,11 @@ def test_kv_total_and_fit_on_2_vs_4_h100(gpus, fits):
     r = serve(model="llama-3.1-70b", gpu="h100", gpus=gpus, prompt=8191, output=1, batch=32, usable=1.0)
     assert r["kv_total_bytes"] == approx(ex.expected["kv_total_bytes"], ex.rel_tol)
     assert r["fits"] is fits
+    runtime = 85_061_827_297  # what an "80GB" H100 reports to the CUDA runtime, not 80e9
     if fits:
-        assert r["free_bytes"] == pytest.approx(320e9 - 141.1e9 - 85.9e9, rel=2e-3)
+        assert r["free_bytes"] == pytest.approx(4 * runtime - 141.1e9 - 85.9e9, rel=2e-3)
     else:
-        assert r["short_by_bytes"] == pytest.approx(141.1e9 + 85.9e9 - 160e9, rel=2e-3)
+        assert r["short_by_bytes"] == pytest.approx(141.1e9 + 85.9e9 - 2 * runtime, rel=2e-3)
         assert 0 < r["max_batch"] < 32
 
 
@@ -64,11 +65,12 @@ def test_decode_70b_batch1_formula():
 
 
 def test_decode_70b_batch1_calculator():
-    """The calculator on the catalog's 70B (70.55B computed) at 100% bandwidth: ~24 tokens/s."""
+    """The napkin rule on the catalog's 70B (70.55B computed): every byte once at the datasheet rate, ~24 tokens/s;
+    the operator model's step is slower (no kernel reaches the datasheet bandwidth; fixed costs add)."""
     ex = worked("decode-70b-bf16-batch1-h100")[0]
-    r = serve(model="llama-3.1-70b", gpu="h100", gpus=1, prompt=1, output=1, convention="2N",
-              bandwidth_efficiency=1.0, mfu=1.0)
-    assert r["tokens_per_s"] == approx(ex.expected["tokens_per_s"], ex.rel_tol)
+    r = serve(model="llama-3.1-70b", gpu="h100", gpus=1, prompt=1, output=1, convention="2N")
+    assert r["decode_floor_tokens_per_s"] == approx(ex.expected["tokens_per_s"], ex.rel_tol)
+    assert r["tokens_per_s"] < r["decode_floor_tokens_per_s"]
     assert r["bound"] == "bandwidth"
 
 
@@ -83,9 +85,8 @@ def test_405b_bandwidth_floor_15ms_on_eight_h100():
     one, eight = read(1), read(i["gpus"])
     assert one == approx(ex.expected["seconds_one_gpu"], ex.rel_tol)
     assert eight == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
-    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1, output=1, convention="2N",
-              bandwidth_efficiency=1.0, allreduce_latency=0)
-    assert r["decode_memory_s"] == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
+    r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1, output=1, convention="2N")
+    assert r["decode_floor_s"] == approx(ex.expected["seconds_eight_gpus"], ex.rel_tol)
 
 
 # ------------------------------------------------------------------------ prefill
@@ -98,8 +99,9 @@ def test_prefill_405b_1000_tokens():
     assert sv.step_seconds(parts) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
     r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=300, convention="2N")
     assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
-    # 8 x 1,979 TFLOP/s x 40% = 6.33 PFLOP/s, the seed's "~6.3"
-    assert r["prefill_compute_s"] == pytest.approx(ex.expected["seconds_at_6p3_pflops"], rel=0.01)
+    # the napkin's 6.3 PFLOP/s is 40% of 8 x 1,979: the operator model predicts a 1,000-token fp8 prefill
+    # reaches less (fixed costs, the weight read, all-reduces), so it takes longer than the 129 ms floor
+    assert r["prefill_s"] > ex.expected["seconds_at_6p3_pflops"]
 
 
 def test_prefill_100k_tokens_and_the_attention_term():
@@ -155,10 +157,10 @@ def test_usd_per_million_at_utilization(ex):
 
 @pytest.mark.parametrize("util", [1.0, 0.4])
 def test_serve_prices_its_own_tokens_per_s(util):
-    """The serve calculator's $/M is the seed-004 formula on its own tokens/s: 40% costs 2.5x."""
+    """The serve calculator's all-in $/M is the napkin formula on its own tokens/s: 40% costs 2.5x."""
     r = serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=64, price="2.50/h", utilization=util)
     expect = cost.usd_per_million_tokens(8 * 2.5, tokens_per_s=r["tokens_per_s"], utilization=util)
-    assert r["usd_per_million_output_tokens"] == pytest.approx(expect, rel=1e-12)
+    assert r["usd_per_million_tokens_all_in"] == pytest.approx(expect, rel=1e-12)
     full = serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=64, price="2.50/h")
     assert r["usd_per_million_output_tokens"] == pytest.approx(full["usd_per_million_output_tokens"] / util)
 
@@ -180,14 +182,14 @@ def test_mistral_7b_sliding_window_attention_flops():
 
     By hand (the reviewer's figures): prefill attention = 4 · L_w · d · Σ_{i≤T} min(i, W)
     = 4 · 32 · 4096 · (32000 · 4096 − 4096²/2) = 64.32 TFLOP (the full causal square gave 268.4);
-    TTFT = (2 · 7.2417e9 · 32000 + 64.32e12) / (989.5 TFLOP/s · 0.4) = 1.333 s (was 1.849 s);
     decode FLOPs/token at ctx = 32000 + 768/2 = 32384: 2N + 4 · 32 · 4096 · 4096 = 16.63 GFLOP (was 31.46);
     attention adds 64.32 / 463.5 = 14% to the 2N prefill (was 58%).
     """
     r = serve(model="mistral-7b", gpu="h100-sxm", prompt=32000, output=768, batch=8)
     assert r["prefill_attention_flops"] == pytest.approx(4 * 32 * 4096 * (32000 * 4096 - 4096**2 / 2), rel=1e-12)
     assert r["prefill_attention_flops"] == pytest.approx(64.32e12, rel=1e-3)
-    assert r["ttft_s"] == pytest.approx(1.333, rel=1e-3)
+    full = serve(model="mistral-7b-v0.3", gpu="h100-sxm", prompt=32000, output=768, batch=8)
+    assert r["prefill_s"] < 0.8 * full["prefill_s"]  # the window cuts three quarters of the attention
     assert r["decode_flops_per_token"] == pytest.approx(2 * 7_241_732_096 + 4 * 32 * 4096 * 4096, rel=1e-12)
     assert r["decode_flops_per_token"] == pytest.approx(16.63e9, rel=1e-3)
     share = next(w.message for w in r.warnings if w.code == "long-context")
@@ -209,7 +211,7 @@ def test_gemma_2_window_caps_only_its_sliding_layers():
 
 
 def test_plan_serve_counts_the_window_as_serve_does():
-    """The planner's grid uses the same windowed attention: its TTFT for a Mistral cell is serve's 1.333 s."""
+    """The planner's grid uses the same windowed attention: its TTFT for a Mistral cell is serve's."""
     from napkin.plan.serve import PlanServeRequest, evaluate_grid
     from napkin.request import parse_request
 
@@ -217,6 +219,7 @@ def test_plan_serve_counts_the_window_as_serve_does():
                                            "prompt": "32000", "output": "768", "max_gpus": 1})
     a = evaluate_grid(req)["arrays"]
     r = serve(model="mistral-7b", gpu="h100-sxm", prompt=32000, output=768, batch=8)
-    assert a["ttft_s"][0, 0, 0, 0] == pytest.approx(1.333, rel=1e-3)
     assert a["ttft_s"][0, 0, 0, 0] == pytest.approx(r["ttft_s"], rel=1e-12)
-    assert a["tpot_s"][0, 0, 0, 0] == pytest.approx(r["decode_step_s"], rel=1e-12)
+    assert a["tpot_s"][0, 0, 0, 0] == pytest.approx(r["tpot_s"], rel=1e-12)
+    full = serve(model="mistral-7b-v0.3", gpu="h100-sxm", prompt=32000, output=768, batch=8)
+    assert r["ttft_s"] < 0.8 * full["ttft_s"]  # the window cuts three quarters of the attention

@@ -62,10 +62,9 @@ def test_serve_and_journey_word_a_missing_compute_precision_each_their_way():
 
 # ----------------------------------------------------------------------- defaults as sourced data
 @pytest.mark.parametrize("calc, field, key", [
-    ("serve", "allreduce_latency", "allreduce_latency_s"),
     ("serve", "usable", "serve_usable_memory_fraction"),
-    ("plan-serve", "mfu", "prefill_mfu"),
-    ("plan-serve", "bandwidth_efficiency", "decode_bandwidth_efficiency"),
+    ("serve", "chunk", "chunk_tokens"),
+    ("plan-serve", "chunk", "chunk_tokens"),
     ("plan-serve", "utilization", "plan_serve_utilization"),
     ("journey", "mfu", "journey_prefill_mfu"),
     ("journey", "bandwidth_fraction", "journey_bandwidth_fraction"),
@@ -86,8 +85,9 @@ def test_an_assumed_default_carries_its_source_and_a_given_value_does_not():
     r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=16, batch=8, draft="llama-3.2-1b")
     a = {x.name: x for x in r.assumptions}
     assert a["acceptance"].basis == "assumed" and "Leviathan" in a["acceptance"].source
-    assert a["mfu"].note.endswith("; also the ceiling of the decode compute roof") and a["mfu"].source
+    assert a["gemm_efficiency"].basis == "catalog" and "MAMF" in a["gemm_efficiency"].source
     assert a["allreduce_latency"].replaced_by.startswith("nccl-tests")
+    assert a["per_layer_overhead"].basis == "fitted" and "leave-sources-out" in a["per_layer_overhead"].source
     assert "NVIDIA DGX H100 User Guide" in a["scale_out_bandwidth"].source  # TP 16 leaves the 8-GPU board
     given = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=8, usable=0.8, acceptance=0.6,
                       draft="llama-3.2-1b", price="2/h", utilization=0.5)
@@ -111,7 +111,7 @@ def test_assume_field_records_the_entry_note_and_the_basis():
 
 # ----------------------------------------------------------------------- --cite on the commands
 @pytest.mark.parametrize("argv, formula", [
-    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--batch", "16"], "serving.step_seconds"),
+    (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--batch", "16"], "operators.step_seconds"),
     (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "10/s", "--gpu", "h100", "--max-gpus", "8"], None),
     (["journey"], "serving.prefill_step_parts"),
     (["bill", "claude-sonnet-4", "--as-of", "2025-10-01"], "bill.api_request_usd"),

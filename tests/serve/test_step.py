@@ -11,58 +11,54 @@ from hypothesis import given, settings, strategies as st
 
 from napkin import calculate, catalog
 from napkin.formulas import capacity as cap
+from napkin.formulas import operators as op
 from napkin.formulas import serving as sv
 
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Every call of the step formulas, by function, with the batch (or prefill FLOPs) each was given."""
-    seen: dict[str, list] = {"decode_step_parts": [], "prefill_step_parts": [], "step_seconds": []}
-    for name in seen:
-        real = getattr(sv, name)
+    """Every call of the operator model's step, with the tokens and shapes each was given."""
+    seen: list[tuple] = []
+    real = op.step_operators
 
-        def spy(first, *args, _real=real, _name=name, **kw):
-            seen[_name].append((first, kw))
-            return _real(first, *args, **kw)
+    def spy(tokens, **kw):
+        seen.append((tokens, kw))
+        return real(tokens, **kw)
 
-        monkeypatch.setattr(sv, name, spy)
+    monkeypatch.setattr(op, "step_operators", spy)
     return seen
 
 
-def test_serve_times_its_steps_with_the_step_formulas(calls):
+def test_serve_times_its_steps_with_the_operator_model(calls):
     r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=16, tp=8, batch=32, draft="llama-3.2-1b",
                   draft_tokens=4)
-    tokens_per_seq = [kw.get("tokens_per_sequence", 1.0) for _, kw in calls["decode_step_parts"]]
-    assert 5.0 in tokens_per_seq  # the verification pass: k + 1 tokens per sequence
-    assert any(kw["n_layers"] == 16 and kw["pp"] == 1 for _, kw in calls["decode_step_parts"])  # the 1B draft, TP only
-    assert len(calls["prefill_step_parts"]) == 1
-    # decode_step_s is exactly the combination of the three parts the report shows, across the 2 pipeline stages
-    assert r["decode_step_s"] == 2 * (max(r["decode_memory_s"], r["decode_compute_s"]) + r["decode_comm_s"])
-    # a 1,000-token prefill of 70B is compute-bound: TTFT is its compute and its all-reduces
-    assert r["ttft_s"] == r["prefill_compute_s"] + r["prefill_comm_s"]
+    tokens = [t for t, _ in calls]
+    assert 16 * 5 in tokens  # the verification pass: k + 1 tokens for each sequence of a 16-sequence micro-batch
+    assert any(kw["shapes"].n_layers == 16 for _, kw in calls)  # the 1B draft, on the target's TP group
+    assert any(kw["shapes"].n_layers == 80 and kw["tp"] == 8 for _, kw in calls)
+    # decode_step_s is the operator table's sum, nothing added
+    dec = [x["seconds"] for x in r["operators"] if x["step"] == "decode"]
+    assert r["decode_step_s"] == pytest.approx(sum(dec), rel=1e-12)
 
 
-def test_plan_serve_and_journey_time_their_steps_with_the_same_formulas(calls):
+def test_plan_serve_times_its_grid_with_the_same_operator_model(calls):
     calculate("plan-serve", model="llama-3.1-70b", rate="10/s", gpu="h100", batch="16,64", max_gpus=8)
-    arrays = [b for b, _ in calls["decode_step_parts"] if isinstance(b, np.ndarray)]
+    arrays = [t for t, _ in calls if isinstance(t, np.ndarray)]
     assert arrays and arrays[0].shape[-1] == 2  # the grid's batch axis, in one call
-    assert any(isinstance(kw["tp"], np.ndarray) for _, kw in calls["prefill_step_parts"])  # every TP degree at once
-    for v in calls.values():
-        v.clear()
-    j = calculate("journey")
-    assert [b for b, _ in calls["decode_step_parts"]] == [1, 64]  # one user's compute, then the batch of 64
-    assert len(calls["prefill_step_parts"]) == 1
-    assert j["batch_s_per_step"] == max(j["batch_memory_s_per_step"], j["batch_compute_s_per_step"])
+    assert any(isinstance(kw["tp"], np.ndarray) for _, kw in calls)  # every TP degree at once
 
 
 def test_a_changed_combination_changes_every_command(monkeypatch):
-    """Were the step the sum of its parts (as issue 13's per-operator model will make it), every command would
-    say so: nothing times a step on its own."""
-    monkeypatch.setattr(sv, "step_seconds", lambda p, *, pp=1.0: pp * (p.memory_s + p.compute_s + p.comm_s))
+    """Were a step the max of its operators instead of their sum, serve and plan serve would both say so:
+    nothing sums a step on its own."""
+    monkeypatch.setattr(op, "total_seconds", lambda ops: np.maximum.reduce([o.seconds for o in ops.values()]))
     r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=8, batch=64)
-    assert r["decode_step_s"] == pytest.approx(r["decode_memory_s"] + r["decode_compute_s"] + r["decode_comm_s"])
-    j = calculate("journey")
-    assert j["batch_s_per_step"] == pytest.approx(j["batch_memory_s_per_step"] + j["batch_compute_s_per_step"])
+    dec = [x["seconds"] for x in r["operators"] if x["step"] == "decode"]
+    assert r["decode_step_s"] == pytest.approx(max(dec))
+    p = calculate("plan-serve", model="llama-3.1-70b", rate="10/s", gpu="h100", batch="64", max_gpus=8)
+    same = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=p["ranking"][0]["gpus"],
+                     tp=p["ranking"][0]["tp"], batch=64)
+    assert p["ranking"][0]["ttft_s"] == pytest.approx(same["ttft_s"], rel=1e-9)
 
 
 def test_decode_step_by_hand_70b_on_8_h100():
@@ -119,18 +115,15 @@ def test_replicas_for_a_rate():
     assert got.tolist() == [1.0, 5.0]
 
 
-def test_prefills_stretch_tpot_at_load():
-    # 2 requests/s per replica, 100 ms prefills: a fifth of each second prefills, 20 ms steps become 25 ms
-    assert cap.tpot_under_prefills(0.020, requests_per_s=2.0, prefill_s=0.1) == pytest.approx(0.025, rel=1e-12)
-    # prefills that take the whole second leave no decode: the floor keeps the answer finite and enormous
-    assert cap.tpot_under_prefills(0.020, requests_per_s=10.0, prefill_s=0.1) >= 1e6
-    # one replica of batch 32, 300 tokens at 20 ms and 100 ms prefills: 32 / (6 + 3.2) = 3.48 requests/s
-    assert cap.replica_request_rate(32, output_tokens=300, tpot_s=0.02, prefill_s=0.1) == pytest.approx(32 / 9.2)
-
-
 def test_input_tokens_pay_for_the_prefill_time():
     # a $20/h replica spends 180 ms on a 1,000-token prompt: 20 / 3600 · 0.18 / 1000 · 1e6 = $1.00 per million
-    assert sv.usd_per_million_input_tokens(20.0, ttft_s=0.18, prompt_tokens=1000) == pytest.approx(1.0, rel=1e-12)
-    assert sv.usd_per_million_input_tokens(20.0, ttft_s=0.18, prompt_tokens=1000, utilization=0.5) == (
+    assert sv.usd_per_million_input_tokens(20.0, prefill_s=0.18, prompt_tokens=1000) == pytest.approx(1.0, rel=1e-12)
+    assert sv.usd_per_million_input_tokens(20.0, prefill_s=0.18, prompt_tokens=1000, utilization=0.5) == (
         pytest.approx(2.0, rel=1e-12))
-    assert math.isfinite(sv.usd_per_million_input_tokens(1.0, ttft_s=1.0, prompt_tokens=1.0))
+    assert math.isfinite(sv.usd_per_million_input_tokens(1.0, prefill_s=1.0, prompt_tokens=1.0))
+
+
+def test_output_tokens_pay_for_the_rest():
+    # 300 tokens at 1,000 tokens/s hold the replica 0.3 s, 0.18 s of it the prompt's: 0.12 s / 300 tokens on $20/h
+    got = sv.usd_per_million_output_tokens(20.0, tokens_per_s=1000.0, prefill_s=0.18, output_tokens=300)
+    assert got == pytest.approx(20 / 3600 * 0.12 / 300 * 1e6, rel=1e-12)

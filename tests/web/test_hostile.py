@@ -328,7 +328,6 @@ def test_a_ratio_with_no_value_reads_as_a_dash_on_the_page(client):
 
 # Left for the owner of plan/ (being moved): found by tests/fuzz's edges; the web's range of numbers
 # (1e-30..1e30) lets it through. When it is fixed this test fails (strict): drop the mark.
-@pytest.mark.xfail(strict=True, reason="plan serve: 1 / tpot with tpot 0 at a request rate of 1e-30/s (plan/serve/report.py)")
 def test_plan_serve_at_a_vanishing_request_rate_is_not_a_500(client):
     r = client.post("/api/plan-serve", json={"model": "llama-3.1-70b", "rate": 1e-30})
     assert r.status_code in (200, 422), r.text

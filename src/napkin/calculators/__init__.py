@@ -58,6 +58,7 @@ CALCULATORS: dict[str, str] = {
     "journey": "napkin.calculators.journey:JOURNEY",
     "card": "napkin.calculators.card:CARD",
     "tokens": "napkin.calculators.tokens:TOKENS",
+    "validate": "napkin.validation.runner:VALIDATE",
 }
 
 

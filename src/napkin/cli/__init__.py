@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "journey": ("napkin.cli.journey:journey", "One prompt through a model, rung by rung, with a FLOPs meter."),
     "card": ("napkin.cli.journey:card", "The numbers every engineer should know, computed."),
     "tokens": ("napkin.cli.journey:tokens", "Count tokens in text or files, offline."),
+    "validate": ("napkin.cli.validate:validate", "Predictions against published measurements: the error bars."),
     "measure": ("napkin.cli.measure:measure", "Measure the local accelerator; save a calibration."),
     "web": ("napkin.cli.web:web", "Serve the local web calculator."),
 }

@@ -33,6 +33,10 @@ PLAN_COLUMNS: list[Column] = [
     ("total_gpus", "total", "count"), ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT@load", "seconds"),
     ("tokens_per_s_per_gpu", "tok/s/GPU@load", "per_s"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
     ("usd_per_million_output_tokens", "$/M out", "usd_per_million"), ("bound", "bound", None)]
+OPERATOR_COLUMNS: list[Column] = [
+    ("step", "step", None), ("operator", "operator", None), ("bytes", "bytes", "bytes"), ("flops", "FLOPs", "flops"),
+    ("memory_s", "memory", "seconds"), ("compute_s", "compute", "seconds"), ("seconds", "time", "seconds"),
+    ("share", "share", "fraction"), ("bound", "bound", None)]
 PARETO_COLUMNS: list[Column] = [
     ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
     ("batch", "batch", "count"), ("tokens_per_s_per_user", "tok/s/user", "per_s"),
@@ -121,8 +125,13 @@ def _serve_after(report: Any, req: Any, params: dict) -> bool:
     if params.get("chart"):
         default = "waterfall" if report.get("waterfall") else "roofline"
         write_chart(report, calculators.get("serve").charts, params["chart"], params.get("chart_name"), default)
+    explain = params["explain"] or params.get("cite", False)
+    if not explain and not params["as_json"]:
+        report.results.pop("operators", None)  # the per-operator table is part of the working (--explain)
     print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
-                      tables=[("waterfall", "waterfall (each change on top of the ones before):", WATERFALL_COLUMNS)])
+                      tables=[("waterfall", "waterfall (each change on top of the ones before):", WATERFALL_COLUMNS),
+                              ("operators", "operators of one step (each at the larger of its memory and compute "
+                                            "time; the step is their sum):", OPERATOR_COLUMNS)])
     return False
 
 

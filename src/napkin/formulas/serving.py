@@ -388,15 +388,32 @@ def compute_bound_batch(step_seconds_parts: Any, *, limit: int = 1 << 24) -> flo
 
 
 # ------------------------------------------------------------------------ money
-def usd_per_million_input_tokens(replica_usd_per_hour: Any, *, ttft_s: Any, prompt_tokens: Any,
+def usd_per_million_input_tokens(replica_usd_per_hour: Any, *, prefill_s: Any, prompt_tokens: Any,
                                  utilization: Any = 1.0) -> Any:
-    """usd_per_M_in = (replica $/h / 3600) · TTFT / prompt / utilization · 1e6
+    """usd_per_M_in = (replica $/h / 3600) · t_prefill / prompt / utilization · 1e6
 
-    The replica's time on one prompt's prefill, paid by the prompt's tokens: what an input
-    token costs the owner of the GPUs (the decode time is the output tokens' bill).
+    The replica time one request's prefill takes (in a batch, the time it adds to the steps it
+    rides in), paid by the prompt's tokens: what an input token costs the owner of the GPUs. The
+    rest of the replica's time is the output tokens' bill, so prompt · in + output · out is the
+    cost of a request.
     Trap: pricing input like output: a prefill processes thousands of tokens in the time a
-    decode step emits one per sequence, so input is several times cheaper to serve.
+    decode step emits one per sequence, so input is several times cheaper to serve; and the
+    idle-replica TTFT as that time (a prompt in a busy batch shares its steps).
     Source: the cost-per-token arithmetic of API pricing (input several times cheaper than
     output, e.g. Anthropic's $3 in / $15 out per million for Claude Sonnet 4).
     """
-    return replica_usd_per_hour / HOUR * ttft_s / prompt_tokens / utilization * MILLION
+    return replica_usd_per_hour / HOUR * prefill_s / prompt_tokens / utilization * MILLION
+
+
+def usd_per_million_output_tokens(replica_usd_per_hour: Any, *, tokens_per_s: Any, prefill_s: Any,
+                                  output_tokens: Any, utilization: Any = 1.0) -> Any:
+    """usd_per_M_out = (replica $/h / 3600) · (output / tokens_per_s − t_prefill) / output / utilization · 1e6
+
+    A request holds the replica for output / tokens_per_s seconds (its share of the batch's
+    time); what its prefill took is the input tokens' bill, the rest the output tokens'.
+    Trap: replica $/h over tokens/s charges the prompts to the output tokens too: at 2,048 in /
+    128 out that is most of the bill.
+    Source: the same split as API pricing (input and output priced apart).
+    """
+    held = output_tokens / tokens_per_s - prefill_s
+    return replica_usd_per_hour / HOUR * held / output_tokens / utilization * MILLION

@@ -55,4 +55,6 @@ EXAMPLES: dict[str, dict[str, object]] = {
     "card": {},
     # journey-tokens-rule
     "tokens": {"text": "Why is the sky red at sunset but blue at noon?"},
+    # the serving predictions against published measurements (the training ones arrive with plan train's)
+    "validate": {"group": "serving"},
 }

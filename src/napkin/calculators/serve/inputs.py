@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from napkin import catalog
+from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -36,9 +37,9 @@ class Setup:
     peak: float
     bw: float
     link: float  # one direction, after any scale-out cap; inf without a link
-    mfu: float
-    bw_eff: float
-    allreduce_latency: float
+    eff: rep.Efficiencies
+    replica: rep.Replica  # the operator model's view of one TP group
+    capacity: float  # bytes per GPU the runtime reports
     scale_out: float  # per-GPU scale-out bandwidth beyond the scale-up domain, given or assumed
 
 
@@ -79,6 +80,8 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     b_w = bytes_per_value(req.precision)
     b_kv = bytes_per_value(req.kv_precision, "kv_precision")
     cp = compute_precision_for(g, req.precision)
+    mlp_cp = compute_precision_for(g, req.mlp_precision) if req.mlp_precision else None
+    b_mlp = bytes_per_value(req.mlp_precision, "mlp_precision") if req.mlp_precision else None
     if cp != req.precision:
         r.note(f"the {g.name} has no {req.precision} tensor-core peak: {req.precision} weights are dequantised and "
                f"multiplied at {cp}, so compute uses the {cp} peak")
@@ -87,11 +90,15 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     if tp > 1 and link is None:
         raise InputError("tp", tp, f"needs a scale-up link, and the {g.name} has none in the catalog",
                          "use --tp 1 (pipeline stages only)")
-    mfu, bw_eff = efficiencies(req, g, cp, r)
+    given = rep.Given(gemm=req.gemm_efficiency, bandwidth=req.bandwidth_efficiency,
+                      allreduce_latency_s=req.allreduce_latency, per_layer_s=req.layer_overhead,
+                      per_step_s=req.step_overhead, calibration=req.calibration)
+    e = rep.efficiencies(g, cp, mlp_precision=mlp_cp, given=given, r=r)
     r.assume("dense_flops_per_s", peak, f"{g.name} dense {cp} peak ({g.source})", unit="flops_per_s",
              basis="catalog")
     r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)", unit="bytes_per_s",
              basis="catalog")
+    capacity = rep.memory_capacity_bytes(g, r)
     if link is not None and tp > 1 and req.calibration:
         link = measured_link(req, m, tp, link, r)
     scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
@@ -99,8 +106,11 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
         link = float(sv.tp_link_bytes_per_s(tp, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
                                             scale_out_bytes_per_s_per_gpu=scale_out))
-    return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s,
-                 link if link is not None else math.inf, mfu, bw_eff, req.allreduce_latency, scale_out)
+    link = link if link is not None else math.inf
+    replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
+                          link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp)
+    return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
+                 capacity, scale_out)
 
 
 def measured_link(req: ServeRequest, m: ModelSpec, tp: int, link: float, r: Report) -> float:
@@ -142,39 +152,3 @@ def beyond_scale_up(r: Report, s: Setup, req: ServeRequest) -> bool:
            note=f"a ring all-reduce runs at its slowest hop; {g.link_name} joins {g.scale_up_domain} GPUs",
            cites=sv.tp_link_bytes_per_s)
     return True
-
-
-def efficiencies(req: ServeRequest, g: Accelerator, cp: str, r: Report) -> tuple[float, float]:
-    """Prefill MFU and decode bandwidth efficiency: given, measured (--calibration) or a default assumption."""
-    mfu = req.mfu
-    bw_eff = req.bandwidth_efficiency
-    mfu_basis = bw_basis = "given"
-    mfu_note = bw_note = "given"
-    if req.calibration:
-        from napkin.calibration import load
-
-        cal = load(req.calibration)
-        for code, message in cal.fit_warnings(g, uses="its bandwidth and matmul fractions"):
-            r.warn(code, message)
-        if bw_eff is None and cal.bandwidth_fraction is not None:
-            bw_eff, bw_basis, bw_note = min(cal.bandwidth_fraction, 1.0), "measured", cal.label
-        frac = cal.matmul_fraction_of_peak.get(cp)
-        if mfu is None and frac is not None:
-            mfu, mfu_basis, mfu_note = min(frac, 1.0), "measured", cal.label + f" (matmul ceiling at {cp})"
-        if bw_basis != "measured" and req.bandwidth_efficiency is None:
-            r.note("the calibration has no bandwidth fraction; decode bandwidth efficiency stays assumed")
-        if mfu_basis != "measured" and req.mfu is None:
-            r.note(f"the calibration has no {cp} matmul fraction; prefill MFU stays assumed")
-        if req.mfu is not None and req.bandwidth_efficiency is not None:
-            r.note("--mfu and --bandwidth-efficiency given: they override the calibration's fractions")
-    roof = "; also the ceiling of the decode compute roof"
-    if mfu is None:
-        d = catalog.default("prefill_mfu")
-        mfu = resolve.assume_default(r, "mfu", d.key, note=d.note + roof, unit="fraction")
-    else:
-        r.assume("mfu", mfu, mfu_note + roof, unit="fraction", basis=mfu_basis)
-    if bw_eff is None:
-        bw_eff = resolve.assume_default(r, "bandwidth_efficiency", "decode_bandwidth_efficiency", unit="fraction")
-    else:
-        r.assume("bandwidth_efficiency", bw_eff, bw_note, unit="fraction", basis=bw_basis)
-    return mfu, bw_eff

@@ -32,13 +32,21 @@ class Memory:
     max_batch: int
 
 
-def weights(r: Report, s: Setup) -> tuple[float, float]:
-    """(weights bytes, per GPU) of the target model."""
+def weights(r: Report, s: Setup, req: ServeRequest) -> tuple[float, float]:
+    """(weights bytes, per GPU) of the target model (its MLP at --mlp-precision when given)."""
     m = s.m
     n_total, n_active = m.params, m.active_params
-    w = r.step("weights_bytes", "N · bytes_per_param", value=mem.weights_bytes(n_total, bytes_per_param=s.b_w),
-               unit="bytes", N=(n_total, "count"), bytes_per_param=s.b_w, precision=s.precision,
-               cites=mem.weights_bytes)
+    if req.mlp_precision:
+        b_mlp = s.replica.shapes.mlp_bytes_per_weight
+        n_mlp = float(m.params_breakdown()["mlp"])
+        w = r.step("weights_bytes", "(N − N_mlp) · bytes_per_param + N_mlp · mlp_bytes_per_param",
+                   value=mem.weights_bytes(n_total - n_mlp, bytes_per_param=s.b_w) + mem.weights_bytes(
+                       n_mlp, bytes_per_param=b_mlp), unit="bytes", N=(n_total, "count"), N_mlp=(n_mlp, "count"),
+                   bytes_per_param=s.b_w, mlp_bytes_per_param=b_mlp, cites=mem.weights_bytes)
+    else:
+        w = r.step("weights_bytes", "N · bytes_per_param", value=mem.weights_bytes(n_total, bytes_per_param=s.b_w),
+                   unit="bytes", N=(n_total, "count"), bytes_per_param=s.b_w, precision=s.precision,
+                   cites=mem.weights_bytes)
     if m.is_moe:
         r.note(f"MoE: memory holds all {_fmt(n_total, 'count')} parameters; compute uses the {_fmt(n_active, 'count')} "
                f"active per token ({m.n_active_experts} of {m.n_experts} routed experts)")
@@ -108,16 +116,16 @@ def draft_memory(r: Report, s: Setup, req: ServeRequest) -> tuple[ModelSpec | No
 def fit(r: Report, s: Setup, req: ServeRequest) -> Memory:
     """Weights, KV and draft against the usable memory: fits, free or short, and the largest batch."""
     g = s.g
-    w, w_gpu = weights(r, s)
+    w, w_gpu = weights(r, s, req)
     shared_p, routed_p = s.m.moe_split()
     kv_tok, kv_gpu, shards, shared_held, own_held = kv_cache(r, s, req)
     dm, draft_w_gpu, draft_kv_seq_gpu = draft_memory(r, s, req)
     draft_kv_gpu = draft_kv_seq_gpu * req.batch
-    cap_gpu = g.memory_bytes * req.usable
+    cap_gpu = s.capacity * req.usable
     resolve.assume_field(r, "usable", req, "serve_usable_memory_fraction")
     need_gpu = w_gpu + kv_gpu + draft_w_gpu + draft_kv_gpu
-    r.step("usable_bytes_per_gpu", "memory · usable", value=cap_gpu, unit="bytes", memory=(g.memory_bytes, "bytes"),
-           usable=req.usable)
+    r.step("usable_bytes_per_gpu", "memory · usable", value=cap_gpu, unit="bytes", memory=(s.capacity, "bytes"),
+           usable=req.usable, note="memory as the runtime reports it, not the datasheet's round figure")
     r.step("needed_bytes_per_gpu", "weights_per_gpu + kv_per_gpu" + (" + draft" if dm else ""),
            value=need_gpu, unit="bytes")
     fits = need_gpu <= cap_gpu

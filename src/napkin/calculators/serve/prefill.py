@@ -1,14 +1,17 @@
 """Prefill: the prompt's FLOPs (the 2N term and attention, capped by any sliding window, less a
-cached prefix) and the time to the first token, from the prefill step of formulas.serving."""
+cached prefix) and one prompt's prefill on an idle replica, from the operator model."""
 
 from __future__ import annotations
 
+from napkin.calculators.replica import describe
 from napkin.derivation import Report
 from napkin.formulas import flops
+from napkin.formulas import operators as op
 from napkin.formulas import serving as sv
 
 from .inputs import Setup, beyond_scale_up
 from .request import ServeRequest
+from .schedule import pairs_per_request
 
 LONG_CONTEXT_SHARE = 0.10  # warn when attention adds more than this to the 2N prefill
 
@@ -54,23 +57,15 @@ def prefill_flops(r: Report, s: Setup, req: ServeRequest) -> float:
     return pf
 
 
-def prefill(r: Report, s: Setup, req: ServeRequest, weights_bytes: float) -> tuple[float, bool]:
-    """(TTFT, whether the TP group crosses the scale-out network): the prefill step on the TP group."""
-    m = s.m
-    pf = prefill_flops(r, s, req)
-    new = req.prompt - req.cached_prefix
-    parts = sv.prefill_step_parts(pf, weights_bytes=weights_bytes, tp=s.tp, n_layers=m.n_layers, d_model=m.d_model,
-                                  new_tokens=new, memory_bytes_per_s=s.bw, dense_flops_per_s=s.peak,
-                                  bandwidth_efficiency=s.bw_eff, compute_efficiency=s.mfu,
-                                  link_bytes_per_s_per_direction=s.link, allreduce_latency_s=s.allreduce_latency)
-    r.step("prefill_compute_s", "prefill_flops / (tp · peak · mfu)", value=parts.compute_s,
-           unit="seconds", tp=s.tp, peak=(s.peak, "flops_per_s"), mfu=s.mfu, cites=sv.prefill_step_parts)
+def prefill(r: Report, s: Setup, req: ServeRequest) -> tuple[float, bool]:
+    """(one prompt's prefill on an idle replica, whether the TP group crosses the scale-out network)."""
+    prefill_flops(r, s, req)
     far = beyond_scale_up(r, s, req)
-    if s.tp > 1:
-        r.step("prefill_comm_s", "L · 2 · (2 · (tp − 1)/tp · T · d · 2 B / link + latency)", value=float(parts.comm_s),
-               unit="seconds", L=m.n_layers, T=(new, "count"), d=m.d_model,
-               link=(s.link, "bytes_per_s"), latency=(s.allreduce_latency, "seconds"), cites=sv.tp_comm_seconds)
-    ttft = r.step("ttft_s", "max(prefill_flops / (tp · peak · mfu), weights / (tp · bw · η_bw)) + prefill_comm",
-                  value=float(sv.step_seconds(parts)), unit="seconds", cites=sv.step_seconds)
-    r.note("TTFT here is the prefill on an idle replica: queueing and network add to it")
-    return ttft, far
+    new, cached = req.prompt - req.cached_prefix, req.cached_prefix
+    ops = s.replica.operators(new, prefill_pairs=pairs_per_request(s, new, cached), logits=1.0)
+    t = r.step("prefill_s", "Σ operators of one prompt's prefill on an idle replica", value=float(
+        op.total_seconds(ops)), unit="seconds", tokens=(new, "count"), cites=op.step_seconds,
+        note=describe(ops))
+    r.step("prefill_mfu", "prefill_flops / (prefill_s · tp · peak)", value=r["prefill_flops"] / (t * s.tp * s.peak),
+           unit="fraction", note="what the model predicts the prefill reaches, not an input")
+    return t, far

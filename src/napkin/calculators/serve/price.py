@@ -1,4 +1,5 @@
-"""Money: the replica's price per hour and its cost per million output and input tokens."""
+"""Money: the replica's price per hour, what a request costs, and that cost split between its
+prompt tokens (the replica time its prefill takes) and its output tokens (the rest)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from napkin.formulas import serving as sv
 
 from .inputs import Setup
 from .request import ServeRequest
+from .schedule import Schedule
 
 
-def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, ttft: float) -> None:
+def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, sched: Schedule) -> None:
     if req.price is None:
         listed = catalog.gpu_hour_price(s.g.key)
         hint = (f"; the catalog lists the {s.g.name} at ${listed.usd_per_gpu_hour:g}/h ({listed.date}): "
@@ -29,10 +31,19 @@ def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, ttft: float)
                         basis="given")
     fleet = r.step("replica_usd_per_hour", "gpus · price", value=s.gpus * req.price, unit="usd_per_hour",
                    gpus=s.gpus, price=(req.price, "usd_per_hour"))
-    r.step("usd_per_million_output_tokens", "(replica $/h / 3600) / (tokens_per_s · utilization) · 1e6",
-           value=costf.usd_per_million_tokens(fleet, tokens_per_s=tps, utilization=util),
-           unit="usd_per_million", utilization=util, cites=costf.usd_per_million_tokens)
-    r.step("usd_per_million_input_tokens", "(replica $/h / 3600) · ttft_s / prompt / utilization · 1e6",
-           value=sv.usd_per_million_input_tokens(fleet, ttft_s=ttft, prompt_tokens=req.prompt, utilization=util),
+    r.step("usd_per_request", "(replica $/h / 3600) · output / tokens_per_s / utilization",
+           value=fleet / 3600.0 * req.output / tps / util, unit="usd", output=(req.output, "count"))
+    r.step("usd_per_million_output_tokens", "(replica $/h / 3600) · (output / tokens_per_s − prefill_per_request_s) "
+           "/ output / utilization · 1e6",
+           value=float(sv.usd_per_million_output_tokens(fleet, tokens_per_s=tps, prefill_s=sched.prefill_request_s,
+                                                        output_tokens=req.output, utilization=util)),
+           unit="usd_per_million", prefill_per_request_s=(sched.prefill_request_s, "seconds"), utilization=util,
+           cites=sv.usd_per_million_output_tokens)
+    r.step("usd_per_million_input_tokens", "(replica $/h / 3600) · prefill_per_request_s / prompt / utilization · 1e6",
+           value=float(sv.usd_per_million_input_tokens(fleet, prefill_s=sched.prefill_request_s,
+                                                       prompt_tokens=req.prompt, utilization=util)),
            unit="usd_per_million", prompt=(req.prompt, "count"),
-           note="the replica's time on one prompt's prefill, per prompt token", cites=sv.usd_per_million_input_tokens)
+           note="the replica time one request's prefill takes, per prompt token", cites=sv.usd_per_million_input_tokens)
+    r.step("usd_per_million_tokens_all_in", "(replica $/h / 3600) / (tokens_per_s · utilization) · 1e6",
+           value=costf.usd_per_million_tokens(fleet, tokens_per_s=tps, utilization=util), unit="usd_per_million",
+           note="per output token, its prompt included", cites=costf.usd_per_million_tokens)

@@ -1,19 +1,28 @@
-"""The serve calculator's run: the rooms in order (set-up, fit, prefill, decode, speculative
-decoding, throughput and latency, money, waterfall), each writing its steps into one Report."""
+"""The serve calculator's run: the rooms in order (set-up, fit, prefill, decode, the scheduler,
+speculative decoding, throughput and latency, load, disaggregation, money, error bar, waterfall),
+each writing its steps into one Report."""
 
 from __future__ import annotations
 
+import math
+
 from napkin.derivation import Report
 from napkin.errors import InputError
+from napkin.formulas import scheduling as sch
 from napkin.formulas import serving as sv
+from napkin.units import format as _fmt
 
-from .decode import decode, workload
+from .decode import bound_of, compute_bound, decode_step, workload
+from .disaggregate import disaggregated
+from .errorbar import error_bar
 from .heads import check_heads
 from .inputs import Setup, setup
+from .load import under_load
 from .memory import fit
 from .prefill import prefill
 from .price import price_lines
 from .request import ServeRequest
+from .schedule import schedule
 from .speculative import speculative
 from .waterfall import run_waterfall
 
@@ -46,22 +55,56 @@ def run_serve(req: ServeRequest) -> Report:
     s = setup(req, r)
     header(r, s, req)
     memory = fit(r, s, req)
-    ttft, far = prefill(r, s, req, memory.weights_bytes)
-    target = workload(r, s, req, memory)
-    step_s = decode(r, s, req, target, far=far, max_batch=memory.max_batch)
-    tpot = step_s
+    prefill_s, far = prefill(r, s, req)
+    c = workload(r, s, req, memory)
+    sched = schedule(r, s, req, c)
+    r.set("bound", bound_of(decode_step(s, req.batch, c)))
+    compute_bound(r, s, c, max_batch=memory.max_batch)
+    warn_far(r, s, far)
+    tpot = sched.tpot_s
     if memory.draft is not None:
-        tpot = speculative(r, s, req, memory.draft, target, step_s)
-    tpot = r.step("tpot_s", "decode_step_s" if memory.draft is None else "spec_pass_s / spec_tokens_per_pass",
-                  value=tpot, unit="seconds")
+        speedup = speculative(r, s, req, memory.draft, c, sched.decode_step_s)
+        r.set("tpot_without_draft_s", tpot, "seconds")
+        tpot = tpot / speedup
+    tpot = r.step("tpot_s", "the step each decoding sequence waits per token" +
+                  (" / spec_speedup" if memory.draft is not None else ""), value=tpot, unit="seconds")
     r.step("tokens_per_s_per_sequence", "1 / tpot_s", value=1.0 / tpot, unit="per_s")
-    tps = r.step("tokens_per_s", "batch / tpot_s", value=req.batch / tpot, unit="per_s", batch=req.batch)
-    r.step("request_latency_s", "ttft_s + (output − 1) · tpot_s",
-           value=float(sv.request_latency_seconds(ttft, tpot_s=tpot, output_tokens=req.output)), unit="seconds",
-           output=(req.output, "count"), cites=sv.request_latency_seconds)
+    latency = r.step("request_latency_s", "ttft_s + (output − 1) · tpot_s",
+                     value=float(sv.request_latency_seconds(sched.ttft_s, tpot_s=tpot, output_tokens=req.output)),
+                     unit="seconds", output=(req.output, "count"), cites=sv.request_latency_seconds)
+    if req.scheduling == "static":
+        tps = r.step("tokens_per_s", "batch · output / request_latency_s", unit="per_s", batch=req.batch,
+                     value=float(sch.static_tokens_per_s(req.batch, output_tokens=req.output, latency_s=latency)),
+                     cites=sch.static_tokens_per_s)
+    else:
+        tps = r.step("tokens_per_s", "decode_sequences / tpot_s", value=sched.decode_seqs / tpot, unit="per_s",
+                     decode_sequences=(sched.decode_seqs, "count"))
+    r.step("requests_per_s", "tokens_per_s / output", value=tps / req.output, unit="per_s")
+    if req.scheduling != "static":
+        r.note(f"{req.scheduling} batching, steady state at {req.batch:,} sequence{'s' * (req.batch != 1)} in flight: "
+               "every request's "
+               "prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)")
     r.set("dense_flops_per_s", s.peak, "flops_per_s")
     r.set("memory_bytes_per_s", s.bw, "bytes_per_s")
-    price_lines(r, req, s, tps, ttft)
+    if req.rate is not None or req.trace is not None:
+        under_load(r, s, req, c, memory)
+    if req.disaggregate:
+        disaggregated(r, s, req, c, prefill_s)
+    price_lines(r, req, s, tps, sched)
+    error_bar(r, s, req)
     if req.waterfall:
         run_waterfall(r, req)
     return r
+
+
+def warn_far(r: Report, s: Setup, far: bool) -> None:
+    g = s.g
+    if far:
+        r.warn("beyond-scale-up-domain",
+               f"TP {s.tp} spans {math.ceil(s.tp / g.scale_up_domain)} scale-up domains of {g.scale_up_domain} "
+               f"{g.name} ({g.link_name}): its all-reduces cross the scale-out network at "
+               f"{_fmt(s.link, 'bytes_per_s')} per GPU, not {_fmt(g.link_bytes_per_s_per_direction, 'bytes_per_s')}; "
+               f"keep TP within {g.scale_up_domain} GPUs and use pipeline stages across domains")
+    if s.pp > 1:
+        r.note(f"{s.pp} pipeline stages hold more memory but a token passes them in turn: they add throughput only "
+               f"with at least {s.pp} micro-batches in flight")

@@ -28,6 +28,7 @@ def waterfall_steps(raw: list[str]) -> list[tuple[str, str, str]]:
             raise InputError("waterfall", label, "must be NAME=VALUE", "e.g. batch=64,precision=fp8,batch=128")
         raw_key, raw_val = (x.strip() for x in label.split("=", 1))
         key = raw_key.replace("-", "_")
+        key = {"mfu": "gemm_efficiency"}.get(key, key)  # the field's older name, as --mfu still is
         if key not in WATERFALL_KNOBS:
             raise InputError("waterfall", f"{raw_key}={raw_val}", "has a knob napkin does not vary",
                              "use one of " + ", ".join(k.replace("_", "-") for k in WATERFALL_KNOBS))

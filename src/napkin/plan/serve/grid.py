@@ -1,5 +1,6 @@
 """The grid: every (GPU, precision) x GPUs per replica x TP degree x batch at once, on numpy arrays,
-through the decode and prefill steps of formulas.serving; in this process or split over an executor."""
+through the serve calculator's scheduler (formulas.scheduling) on the operator model
+(formulas.operators); in this process or split over an executor."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 import msgspec
 
 from napkin import catalog
+from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import capacity as cap
 from napkin.formulas import cost as costf
-from napkin.formulas import flops
+from napkin.formulas import operators as op
+from napkin.formulas import scheduling as sch
 from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
@@ -42,8 +45,10 @@ def _prices(req: PlanServeRequest) -> dict[str, float]:
 
 
 def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
-    """One row per (GPU, precision) with its peak, bandwidth, link and price."""
+    """One row per (GPU, precision) with its peak, bandwidth, link, price and the operator model's rates."""
     prices = _prices(req)
+    given = rep.Given(gemm=req.gemm_efficiency, bandwidth=req.bandwidth_efficiency,
+                      allreduce_latency_s=req.allreduce_latency)
     rows = []
     for name in req.gpu:
         g = catalog.gpu(name)
@@ -64,11 +69,14 @@ def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
                 r.note(f"the {g.name} has no compute path for {p} weights: skipped")
                 continue
             link = g.link_bytes_per_s_per_direction
+            e = rep.efficiencies(g, cp, given=given)
+            rates = rep.rates(g, e, compute_precision=cp)
             rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
-                         "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": g.memory_bytes,
+                         "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": rep.memory_capacity_bytes(g),
                          "link": link if link else math.inf, "has_link": link is not None,
-                         "domain": g.scale_up_domain,
-                         "b_w": bytes_per_value(p), "price": price if price is not None else math.nan})
+                         "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus,
+                         "b_w": bytes_per_value(p), "price": price if price is not None else math.nan,
+                         **{f"rate_{k}": v for k, v in rates._asdict().items() if k != "link_bytes_per_s"}})
     if not rows:
         raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
     return rows
@@ -78,8 +86,9 @@ def _axes(req: PlanServeRequest, hw: list[dict]) -> tuple[dict[str, Any], Any, A
     """(hardware columns, has a link, GPUs per replica, TP degree, batch) as broadcastable 4-d arrays."""
     import numpy as np
 
-    H = {k: np.array([h[k] for h in hw], dtype=float)[:, None, None, None]
-         for k in ("peak", "bw", "mem", "link", "b_w", "price", "domain")}
+    keys = ["peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus"] + [k for k in hw[0] if
+                                                                                      k.startswith("rate_")]
+    H = {k: np.array([h[k] for h in hw], dtype=float)[:, None, None, None] for k in keys}
     has_link = np.array([h["has_link"] for h in hw])[:, None, None, None]
     sizes = [2**i for i in range(7) if 2**i <= req.max_gpus]
     n = np.array(sizes, dtype=float)[None, :, None, None]
@@ -104,7 +113,8 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         # a TP group beyond the scale-up domain all-reduces over the scale-out network
         link = sv.tp_link_bytes_per_s(t, scale_up_domain=H["domain"], link_bytes_per_s_per_direction=H["link"],
                                       scale_out_bytes_per_s_per_gpu=_scale_out(req))
-        kv_tok = m.kv_bytes_per_token(bytes_per_value(req.kv_precision, "kv_precision"))
+        b_kv = bytes_per_value(req.kv_precision, "kv_precision")
+        kv_tok = m.kv_bytes_per_token(b_kv)
         ctx_max = req.prompt + req.output
         prefix = min(req.cached_prefix, req.prompt - 1)
         W = m.params * H["b_w"]
@@ -112,56 +122,71 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
         kv_gpu = kv_tok * (m.kv_shared_prefix_tokens(prefix, ctx_max) + B * m.kv_held_tokens(ctx_max - prefix)) / (
             pp * shards)
         fits = W / n + kv_gpu <= H["mem"] * req.usable
-        # prefill (TP shortens it; pipeline stages take turns), attention capped by any window as in `napkin serve`
-        new = req.prompt - prefix
-        pf = flops.prefill_flops(m.active_params, prompt_tokens=new, attention_flops=sv.prefill_attention_flops(
-            m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix, **m.window()))
-        ttft = sv.step_seconds(sv.prefill_step_parts(
-            pf, weights_bytes=W, tp=t, n_layers=m.n_layers, d_model=m.d_model, new_tokens=new,
-            memory_bytes_per_s=H["bw"], dense_flops_per_s=H["peak"], bandwidth_efficiency=req.bandwidth_efficiency,
-            compute_efficiency=req.mfu, link_bytes_per_s_per_direction=link, allreduce_latency_s=req.allreduce_latency))
-        # decode: the serve calculator's step formula, on arrays
-        ctx_avg = req.prompt + req.output / 2.0
-        shared_p, routed_p = m.moe_split()
-        e, k = m.routing
-        parts = sv.decode_step_parts(
-            B, tp=t, pp=pp, n_layers=m.n_layers, d_model=m.d_model, shared_weight_bytes=shared_p * H["b_w"],
-            routed_weight_bytes=routed_p * H["b_w"], n_experts=e, n_active_experts=k,
-            kv_read_bytes_per_sequence=kv_tok * m.kv_held_tokens(ctx_avg), kv_shards=shards,
-            flops_per_token=sv.decode_flops_per_token(m.active_params, n_layers=m.n_layers, d_attn=m.d_attn,
-                                                      context_tokens=ctx_avg, **m.window()),
-            memory_bytes_per_s=H["bw"], dense_flops_per_s=H["peak"], bandwidth_efficiency=req.bandwidth_efficiency,
-            compute_efficiency=req.mfu, link_bytes_per_s_per_direction=link, allreduce_latency_s=req.allreduce_latency)
-        tpot = sv.step_seconds(parts, pp=pp)
-        a = _at_load(req, ttft=ttft, tpot=tpot, B=B, n=n)
-        interference = a.pop("interference")  # share of each second spent prefilling, pausing decode
-        ok = valid & fits & (ttft <= req.ttft) & (a["tpot_at_load_s"] <= req.tpot) & (interference < 1.0)
+        rates = op.Rates(**{k[5:]: v for k, v in H.items() if k.startswith("rate_")},
+                         link_bytes_per_s=link * H["allreduce_bus"])
+        shapes = m.layer_shapes(t, kv_bytes_per_value=b_kv, bytes_per_weight=H["b_w"])
+        f = steady_state(req, m, rates=rates, shapes=shapes, t=t, pp=pp, B=B, prefix=prefix)
+        a = _at_load(req, ttft=f["ttft"], tpot=f["tpot"], tps=f["tps"], B=B, n=n)
+        ok = valid & fits & (f["ttft"] <= req.ttft) & (a["tpot_at_load_s"] <= req.tpot)
         beyond = (t > H["domain"]) & (link < H["link"])  # all-reduces priced at the scale-out bandwidth
         fleet = a["replicas"] * n * H["price"]
         # every GPU-hour of the fleet over the output tokens the rate asks for
         usd_m = costf.usd_per_million_tokens(fleet, tokens_per_s=req.rate * req.output, utilization=1.0)
     shape = np.broadcast_shapes(valid.shape, B.shape, H["peak"].shape)
     bc = {k: np.broadcast_to(v, shape) for k, v in {
-        "valid": valid, "fits": fits, "ok": ok, "ttft_s": ttft, "tpot_s": tpot, **a, "fleet_usd_per_hour": fleet,
-        "beyond_scale_up": beyond, "usd_per_million_output_tokens": usd_m, "gpus": n, "tp": t, "pp": pp, "batch": B,
-        "bound_compute": parts.compute_s > parts.memory_s,
-        "bound_comm": parts.comm_s > np.maximum(parts.memory_s, parts.compute_s)}.items()}
+        "valid": valid, "fits": fits, "ok": ok, "ttft_s": f["ttft"], "tpot_s": f["tpot"], **a,
+        "fleet_usd_per_hour": fleet, "beyond_scale_up": beyond, "usd_per_million_output_tokens": usd_m, "gpus": n,
+        "tp": t, "pp": pp, "batch": B, "bound_compute": f["compute"] > f["memory"],
+        "bound_comm": f["comm"] > np.maximum(f["memory"], f["compute"])}.items()}
     bc["hw"] = np.broadcast_to(np.arange(len(hw))[:, None, None, None], shape)
     return {"arrays": bc, "hardware": hw, "model": m, "configurations": int(np.prod(shape)),
             "valid_configurations": int(bc["valid"].sum())}
 
 
-def _at_load(req: PlanServeRequest, *, ttft: Any, tpot: Any, B: Any, n: Any) -> dict[str, Any]:
-    """Each configuration at the target rate: replicas, TPOT stretched by the prefill pauses, tokens/s."""
-    tps = B / tpot
-    lam_max = cap.replica_request_rate(B, output_tokens=req.output, tpot_s=tpot, prefill_s=ttft)
+def steady_state(req: PlanServeRequest, m: Any, *, rates: Any, shapes: Any, t: Any, pp: Any, B: Any,
+                 prefix: float) -> dict[str, Any]:
+    """TTFT, TPOT and tokens/s of continuous batching at concurrency B, on arrays: the serve calculator's
+    scheduler (formulas.scheduling) on the operator model (formulas.operators)."""
+    new = req.prompt - prefix
+    held = m.kv_held_tokens(req.prompt + req.output / 2.0)
+    window = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix,
+                                              **m.window())) / (4.0 * m.n_layers * m.d_attn) / float(
+        sch.prefill_pairs(new, cached_tokens=prefix))
+    bd = sch.decode_sequences(B, prompt_tokens=req.prompt, output_tokens=req.output, chunk_tokens=req.chunk,
+                              cached_tokens=prefix)
+    c = sch.prefill_tokens_per_step(bd, prompt_tokens=req.prompt, output_tokens=req.output, cached_tokens=prefix)
+    micro = sv.microbatch(bd, pp=pp) / bd
+
+    def step(tokens: Any, pairs: Any, logits: Any) -> dict[str, Any]:
+        return op.step_operators(tokens * micro, kv_tokens=bd * held * micro, prefill_pairs=pairs * window * micro,
+                                 logits=logits * micro, shapes=shapes, rates=rates, tp=t)
+
+    c, q = sch.prompt_steps(c, new_tokens=new, room=req.chunk - bd)
+    mixed = step(bd + c, c / new * sch.prefill_pairs(new, cached_tokens=prefix), bd + c / new)
+    decode = step(bd, 0.0 * bd, bd)
+    tpot = sch.continuous_step_seconds(op.total_seconds(mixed), decode_step_s=op.total_seconds(decode),
+                                       prefill_request_s=0.0, decode_seqs=bd, output_tokens=req.output,
+                                       prompt_share=q)
+    n, tokens, pairs = sch.prefill_chunk_plan(new, room=req.chunk - bd, cached_tokens=prefix)
+    chunk = op.total_seconds(step(bd + tokens, pairs, bd + 1.0 / n))
+    def mean(attr: str, names: tuple[str, ...]) -> Any:  # over the steps: a share q carry prompt tokens
+        return sum(q * getattr(mixed[k], attr) + (1 - q) * getattr(decode[k], attr) for k in names)
+
+    gemm = ("qkv", "attention_out", "mlp", "lm_head", "attention")
+    return {"tpot": tpot, "tps": bd / tpot, "ttft": sch.continuous_ttft_seconds(chunk, n_chunks=n),
+            "memory": mean("memory_s", gemm), "compute": mean("compute_s", gemm),
+            "comm": mean("seconds", ("allreduce",))}
+
+
+def _at_load(req: PlanServeRequest, *, ttft: Any, tpot: Any, tps: Any, B: Any, n: Any) -> dict[str, Any]:
+    """Each configuration at the target rate: the replicas that carry it at the target utilisation."""
+    lam_max = tps / req.output  # requests per second one replica completes at concurrency B, prefills included
     replicas = cap.replicas_for_rate(req.rate, requests_per_s_per_replica=lam_max, utilization=req.utilization)
     per_rep = req.rate / replicas
-    return {"tpot_at_load_s": cap.tpot_under_prefills(tpot, requests_per_s=per_rep, prefill_s=ttft),
-            "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / n, "replicas": replicas,
+    return {"tpot_at_load_s": tpot, "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / n, "replicas": replicas,
             # what each GPU delivers at the target rate
             "tokens_per_s_per_gpu_at_load": req.rate * req.output / (replicas * n),
-            "replica_utilization": per_rep / lam_max, "interference": per_rep * ttft}
+            "replica_utilization": per_rep / lam_max}
 
 
 def _grid_chunk(req: PlanServeRequest) -> dict[str, Any]:

@@ -16,9 +16,8 @@ from .grid import evaluate
 from .request import PlanServeRequest, _scale_out
 
 SIMPLIFICATIONS = (
-    "no queueing model beyond the utilisation target: TTFT is the prefill on an idle replica",
-    "static roofline efficiencies: one MFU and one bandwidth efficiency for every GPU, batch and TP degree",
-    "prefills run whole and pause decoding (no chunked prefill); TPOT includes that pause at the target load",
+    "no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, "
+    "prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)",
     "a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger "
     "one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed",
 )
@@ -103,8 +102,8 @@ def ranking(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[dict],
                                           f"and the fastest TTFT {sec(a['ttft_s'][fit].min())}")
         return
     r.note(f"ranking: each row at the target load ({req.rate:g} requests/s): tok/s/GPU = rate · output / "
-           "total GPUs, what a GPU delivers ($/M follows from it); TPOT = a full-batch decode step stretched by "
-           "the prefill pauses at that rate (an upper bound)")
+           "total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt "
+           "chunks of the requests that replace finished ones (the replica at capacity: an upper bound)")
     best = rows[0]
     r.set("best", f"{best['replicas']} x {best['gpus']} {best['gpu']} ({best['precision']}, TP {best['tp']}"
                   + (f", PP {best['pp']}" if best["pp"] > 1 else "") + f", batch {best['batch']})")
@@ -133,8 +132,8 @@ def pareto(r: Report, a: dict[str, Any], hw: list[dict]) -> None:
     r.set("pareto_front", [_row(a, hw, tuple(fit_idx[j]), at_load=False) for j in pareto_front(x, y)])
     r.set("pareto_points", [{"gpu": hw[int(a["hw"][tuple(i)])]["key"], "tokens_per_s_per_user": float(xv),
                              "tokens_per_s_per_gpu": float(yv)} for i, xv, yv in zip(fit_idx, x, y)])
-    r.note("Pareto front: every column at capacity, each replica decoding a full batch with no prefills: "
-           "tok/s/GPU = batch / TPOT / GPUs")
+    r.note("Pareto front: every column at capacity, each replica in the steady state of its batch, prompts "
+           "included: tok/s/GPU = decoding sequences / TPOT / GPUs")
 
 
 def assumptions(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[dict]) -> None:
@@ -151,9 +150,11 @@ def assumptions(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[di
             r.assume("scale_out_bandwidth", req.scale_out_bandwidth, where, unit="bytes_per_s", basis="given")
     # always "assumed": the planner applies one figure to every GPU it searches, given or not
     resolve.assume_field(r, "utilization", req, "plan_serve_utilization", basis="assumed")
-    resolve.assume_field(r, "mfu", req, "prefill_mfu", note="prefill and decode compute efficiency, the same on "
-                                                             "every GPU", basis="assumed")
-    resolve.assume_field(r, "bandwidth_efficiency", req, "decode_bandwidth_efficiency", basis="assumed",
-                         note="decode bandwidth efficiency, the same on every GPU")
+    for name, value in (("gemm_efficiency", req.gemm_efficiency), ("bandwidth_efficiency", req.bandwidth_efficiency)):
+        if value is None:
+            r.note(f"{name}: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs "
+                   "fitted to published serving runs")
+        else:
+            r.assume(name, value, "given, applied to every GPU", unit="fraction", basis="given")
     for text in SIMPLIFICATIONS:
         r.note("simplification: " + text)

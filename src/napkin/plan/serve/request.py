@@ -35,12 +35,15 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     cached_prefix: Annotated[float, field("count", "prompt tokens served from a prefix cache", ge=0)] = 0.0
     utilization: Annotated[float, field("fraction", "target utilisation of each replica (headroom for bursts)")] = (
         catalog.default_value("plan_serve_utilization"))
-    mfu: Annotated[float, field("fraction", "fraction of dense peak prefill sustains")] = (
-        catalog.default_value("prefill_mfu"))
-    bandwidth_efficiency: Annotated[float, field("fraction", "fraction of memory bandwidth decode sustains")] = (
-        catalog.default_value("decode_bandwidth_efficiency"))
-    allreduce_latency: Annotated[float, field("seconds", "fixed cost of one TP all-reduce", ge=0)] = (
-        catalog.default_value("allreduce_latency_s"))
+    chunk: Annotated[int, field("int", "token budget of one continuous-batching step (decode tokens plus prompt "
+                                       "chunks)", gt=0)] = int(catalog.default_value("chunk_tokens"))
+    gemm_efficiency: Annotated[float | None, field(
+        "fraction", "fraction of the dense peak a large GEMM reaches, on every GPU (default: measured per GPU "
+                    "family, catalog/efficiency.toml)", aliases=("mfu",))] = None
+    bandwidth_efficiency: Annotated[float | None, field(
+        "fraction", "fraction of HBM bandwidth the kernels reach, on every GPU (default: measured per GPU family)")] = None
+    allreduce_latency: Annotated[float | None, field("seconds", "fixed cost of one TP all-reduce (default: measured "
+                                                                "per GPU family)", ge=0)] = None
     scale_out_bandwidth: Annotated[float | None, field(
         "bytes_per_s", "per-GPU bandwidth, one direction, of a TP all-reduce that spans more GPUs than the "
         f"scale-up domain (default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None

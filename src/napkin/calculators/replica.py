@@ -1,0 +1,232 @@
+"""A serving replica as the operator model sees it: its layer shapes, its rates and its memory.
+
+Shared layer (any calculator, the planner and `napkin validate` use it): it resolves, for one
+model on one accelerator at a TP degree and precisions, every number
+:mod:`napkin.formulas.operators` takes, each recorded once in the Report with where it came
+from — given, measured (`napkin measure --save` calibration), a published measurement of the
+accelerator family (catalog/efficiency.toml), fitted to published serving runs, or the
+datasheet — and it builds the separable step cost the load simulation runs on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from napkin import catalog
+from napkin.catalog import efficiency as eff
+from napkin.derivation import Report
+from napkin.formulas import operators as op
+from napkin.formulas import simulation as sim
+from napkin.hardware import Accelerator
+from napkin.model import ModelSpec
+from napkin.units import format as fmt
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    """The achieved fractions and fixed costs a replica's kernels run at."""
+
+    gemm: float  # η_max of the attention projections' and LM head's GEMMs, at their compute precision
+    mlp_gemm: float  # η_max of the MLP's (or experts') GEMMs
+    gemm_half_tokens: float
+    bandwidth: float
+    attention: float
+    allreduce_bus: float
+    allreduce_latency_s: float
+    per_layer_s: float
+    per_layer_decode_s: float
+    per_step_s: float
+    elementwise_passes: float
+
+
+@dataclass(frozen=True)
+class Given:
+    """Efficiencies a request gives by hand (None: resolve them); overrides fitted and catalog values."""
+
+    gemm: float | None = None
+    bandwidth: float | None = None
+    allreduce_latency_s: float | None = None
+    per_layer_s: float | None = None
+    per_step_s: float | None = None
+    calibration: str | None = None
+
+
+def memory_capacity_bytes(g: Accelerator, r: Report | None = None) -> float:
+    """The memory the runtime reports (what engines budget against), else the driver's, else the datasheet's."""
+    if g.memory_bytes_runtime:
+        value, what = g.memory_bytes_runtime, "total the CUDA/HIP runtime reports (what vLLM and PyTorch budget)"
+    elif g.memory_bytes_reported:
+        value, what = g.memory_bytes_reported, "total the driver reports"
+    else:
+        value, what = g.memory_bytes, "datasheet figure (no printout of what the runtime reports was found)"
+    if r is not None:
+        src = f"{g.name} {what}" + (f": {g.memory_reported_source}" if g.memory_reported_source and
+                                    value != g.memory_bytes else "")
+        r.assume("memory_bytes", value, src, unit="bytes", basis="catalog")
+    return value
+
+
+def efficiencies(g: Accelerator, compute_precision: str, *, mlp_precision: str | None = None,
+                 given: Given = Given(), r: Report | None = None) -> Efficiencies:
+    """The fractions of g's peaks its kernels reach: given, measured (calibration), the family's
+    published measurements, and the fitted fixed costs; each recorded in ``r`` with its source."""
+    fam = eff.family(g.key)
+    shape, fit = eff.shape(), eff.fitted()
+    factor = shape.gemm_shape_factor
+    gemm, gemm_note, gemm_basis = fam.gemm_at(compute_precision) * factor, "", "catalog"
+    bw, bw_note, bw_basis = fam.bandwidth, fam.bandwidth_source, "catalog"
+    if given.calibration:
+        from napkin.calibration import load
+
+        cal = load(given.calibration)
+        if r is not None:
+            for code, message in cal.fit_warnings(g, uses="its bandwidth and matmul fractions"):
+                r.warn(code, message)
+        frac = cal.matmul_fraction_of_peak.get(compute_precision)
+        if frac is not None:
+            gemm, gemm_note, gemm_basis = min(frac, 1.0), cal.label + f" (matmul at {compute_precision})", "measured"
+        if cal.bandwidth_fraction is not None:
+            bw, bw_note, bw_basis = min(cal.bandwidth_fraction, 1.0), cal.label, "measured"
+    if given.gemm is not None:
+        gemm, gemm_note, gemm_basis = given.gemm, "given", "given"
+    if given.bandwidth is not None:
+        bw, bw_note, bw_basis = given.bandwidth, "given", "given"
+    mlp_gemm = gemm if mlp_precision in (None, compute_precision) else (
+        fam.gemm_at(mlp_precision) * factor if gemm_basis == "catalog" else gemm)
+    e = Efficiencies(
+        gemm=gemm, mlp_gemm=mlp_gemm, gemm_half_tokens=shape.gemm_half_tokens, bandwidth=bw,
+        attention=fam.attention, allreduce_bus=fam.allreduce_bus,
+        allreduce_latency_s=fam.allreduce_latency_s if given.allreduce_latency_s is None else given.allreduce_latency_s,
+        per_layer_s=fit.per_layer_s if given.per_layer_s is None else given.per_layer_s,
+        per_layer_decode_s=fit.per_layer_decode_s if given.per_layer_s is None else given.per_layer_s,
+        per_step_s=fit.per_step_s if given.per_step_s is None else given.per_step_s,
+        elementwise_passes=shape.elementwise_passes)
+    if r is not None:
+        _record(r, g, fam, compute_precision, e, given, (gemm_note, gemm_basis), (bw_note, bw_basis))
+    return e
+
+
+def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies, given: Given,
+            gemm: tuple[str, str], bw: tuple[str, str]) -> None:
+    fit = eff.fitted()
+    measure = "`napkin measure --save` on this GPU, then --calibration"
+    if not fam.measured:
+        r.warn("unmeasured-accelerator", f"no published kernel measurements of the {g.name}: its GEMM, bandwidth "
+                                         "and attention efficiencies are the median of measured parts; "
+                                         "`napkin measure --save` on one replaces them")
+    if gemm[1] == "catalog":
+        r.assume("gemm_efficiency", e.gemm, f"best {cp} GEMM over the dense peak measured on the {fam.key} family, "
+                 f"x {eff.shape().gemm_shape_factor:g} at transformer shapes", unit="fraction", basis="catalog",
+                 source=f"{fam.gemm_source}; {eff.shape().gemm_shape_factor_source}", replaced_by=measure)
+    else:
+        r.assume("gemm_efficiency", e.gemm, gemm[0], unit="fraction", basis=gemm[1])
+    if bw[1] == "catalog":
+        r.assume("bandwidth_efficiency", e.bandwidth, f"achieved over datasheet HBM bandwidth on the {fam.key} family",
+                 unit="fraction", basis="catalog", source=fam.bandwidth_source, replaced_by=measure)
+    else:
+        r.assume("bandwidth_efficiency", e.bandwidth, bw[0], unit="fraction", basis=bw[1])
+    r.assume("attention_efficiency", e.attention, f"FlashAttention-class kernels on the {fam.key} family",
+             unit="fraction", basis="catalog", source=fam.attention_source,
+             replaced_by="a FlashAttention benchmark on this GPU at your head dimension")
+    if given.allreduce_latency_s is None:
+        r.assume("allreduce_latency", e.allreduce_latency_s, f"a small all-reduce within the {fam.key} family's "
+                 "scale-up domain", unit="seconds", basis="catalog", source=fam.allreduce_latency_source,
+                 replaced_by="nccl-tests all_reduce_perf at the decode message size, or `torchrun -m napkin.measure "
+                             "--collectives`")
+    else:
+        r.assume("allreduce_latency", e.allreduce_latency_s, "given", unit="seconds", basis="given")
+    r.assume("gemm_half_tokens", e.gemm_half_tokens, "tokens at which a GEMM reaches half its best efficiency",
+             unit="count", basis="catalog", source=eff.shape().gemm_half_tokens_source,
+             replaced_by="a GEMM sweep over the token dimension on this GPU")
+    for name, value, gv in (("per_layer_overhead", e.per_layer_s, given.per_layer_s),
+                            ("per_layer_decode_overhead", e.per_layer_decode_s, given.per_layer_s),
+                            ("per_step_overhead", e.per_step_s, given.per_step_s)):
+        if gv is None and name == "per_step_overhead" and value == 0:
+            continue  # not fitted (it moved between 0 and 2 ms from fold to fold): no fixed cost per step unless given
+        if gv is None:
+            r.assume(name, value, "fitted to published serving runs (TensorRT-LLM, vLLM, SGLang), leave-sources-out",
+                     unit="seconds", basis="fitted", source=f"napkin validate: {fit.method}",
+                     replaced_by="your engine's step times at batch 1 (a profile of one decode step)")
+        else:
+            r.assume(name, value, "given", unit="seconds", basis="given")
+
+
+def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
+          link_bytes_per_s_per_direction: float = math.inf) -> op.Rates:
+    """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8)."""
+    attention_precision = "fp8" if compute_precision == "fp8" and g.supports("fp8") else "bf16"
+    if not g.supports(attention_precision):
+        attention_precision = compute_precision
+    mlp_p = mlp_precision or compute_precision
+    return op.Rates(
+        dense_flops_per_s=g.peak(compute_precision), attention_flops_per_s=g.peak(attention_precision),
+        memory_bytes_per_s=g.memory_bytes_per_s, bandwidth_efficiency=e.bandwidth, gemm_efficiency=e.gemm,
+        gemm_half_tokens=e.gemm_half_tokens, attention_efficiency=e.attention,
+        link_bytes_per_s=link_bytes_per_s_per_direction * e.allreduce_bus, allreduce_latency_s=e.allreduce_latency_s,
+        per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
+        elementwise_passes=e.elementwise_passes,
+        mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica (a TP group; pipeline stages add memory, not speed) in the operator model's terms."""
+
+    model: ModelSpec
+    shapes: op.LayerShapes
+    rates: op.Rates
+    tp: int
+
+    def step(self, tokens: Any, *, kv_tokens: Any = 0.0, prefill_pairs: Any = 0.0, logits: Any = 0.0) -> Any:
+        return op.step_seconds(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
+                               shapes=self.shapes, rates=self.rates, tp=self.tp)
+
+    def operators(self, tokens: float, *, kv_tokens: float = 0.0, prefill_pairs: float = 0.0,
+                  logits: float = 0.0) -> dict[str, op.OperatorTime]:
+        return op.step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
+                                 shapes=self.shapes, rates=self.rates, tp=self.tp)
+
+    def step_cost(self, max_tokens: int) -> sim.StepCost:
+        """The separable step cost the load simulation runs on, tabulated for 0 .. max_tokens tokens."""
+        import numpy as np
+
+        m = np.arange(int(max_tokens) + 1, dtype=float)
+        ops = self.operators(m)  # type: ignore[arg-type]
+        g = sum(np.broadcast_to(o.seconds, m.shape) for k, o in ops.items() if k not in ("attention", "lm_head"))
+        h = np.broadcast_to(ops["lm_head"].seconds, m.shape).astype(float)
+        a = float(op.attention_time(1.0, prefill_pairs=0.0, shapes=self.shapes, rates=self.rates).seconds)
+        b = float(op.attention_time(0.0, prefill_pairs=1.0, shapes=self.shapes, rates=self.rates).seconds)
+        return sim.StepCost(np.asarray(g, dtype=float), h, a * self.shapes.n_layers, b * self.shapes.n_layers)
+
+
+def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,
+            e: Efficiencies, compute_precision: str, link_bytes_per_s_per_direction: float = math.inf,
+            mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None) -> Replica:
+    shapes = m.layer_shapes(tp, kv_bytes_per_value=kv_bytes_per_value, bytes_per_weight=bytes_per_weight,
+                            mlp_bytes_per_weight=mlp_bytes_per_weight)
+    return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
+                                    link_bytes_per_s_per_direction=link_bytes_per_s_per_direction), tp)
+
+
+def operator_rows(ops: dict[str, op.OperatorTime], *, step: str) -> list[dict]:
+    """The per-operator table of one step: bytes, FLOPs, memory and compute time, time, what binds."""
+    total = float(op.total_seconds(ops)) or 1.0
+    rows = []
+    for name, o in ops.items():
+        sec = float(o.seconds)
+        if sec <= 0:
+            continue
+        mem, comp = float(o.memory_s), float(o.compute_s)
+        bound = ("fixed" if mem == comp == 0 else "link" if name == "allreduce" else
+                 "bandwidth" if mem >= comp else "compute")
+        rows.append({"step": step, "operator": name, "bytes": float(o.bytes), "flops": float(o.flops),
+                     "memory_s": mem, "compute_s": comp, "seconds": sec, "share": sec / total, "bound": bound})
+    return rows
+
+
+def describe(ops: dict[str, op.OperatorTime]) -> str:
+    """One line: the step's time and its three largest operators."""
+    parts = sorted(((float(o.seconds), k) for k, o in ops.items()), reverse=True)[:3]
+    return ", ".join(f"{k} {fmt(s, 'seconds')}" for s, k in parts)

@@ -1,0 +1,141 @@
+"""Achieved efficiencies by accelerator family (catalog/efficiency.toml), typed.
+
+``family(gpu_key)`` gives the measured fractions of a part's datasheet peaks that the operator
+model runs at (a part without published measurements gets ``[family.unmeasured]``, flagged);
+``shape()`` the curve parameters; ``fitted()`` the parameters fitted to published serving runs,
+with the out-of-sample error that comes with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from napkin.errors import NapkinError
+
+FILE = Path(__file__).with_name("efficiency.toml")
+
+
+class Family(msgspec.Struct, kw_only=True, frozen=True):
+    key: str
+    gpus: list[str]
+    gemm: dict[str, float]
+    gemm_source: str
+    bandwidth: float
+    bandwidth_source: str
+    attention: float
+    attention_source: str
+    allreduce_bus: float
+    allreduce_source: str
+    allreduce_latency_s: float
+    allreduce_latency_source: str
+    note: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.key != "unmeasured"
+
+    def gemm_at(self, precision: str) -> float:
+        """The GEMM fraction at a compute precision (fp16/bf16 stand for each other; else the unmeasured value)."""
+        for p in (precision, {"fp16": "bf16", "bf16": "fp16"}.get(precision, precision)):
+            if p in self.gemm:
+                return self.gemm[p]
+        return families()["unmeasured"].gemm.get(precision, 0.70)
+
+
+class Shape(msgspec.Struct, kw_only=True, frozen=True):
+    gemm_shape_factor: float
+    gemm_shape_factor_source: str
+    gemm_half_tokens: float
+    gemm_half_tokens_source: str
+    elementwise_passes: float
+    elementwise_passes_source: str
+
+
+class Fitted(msgspec.Struct, kw_only=True, frozen=True):
+    """Parameters fitted to published serving runs (``napkin validate --fit``), with their folds.
+
+    ``folds`` maps a fold name to its sources and the parameters fitted *without* them, so each
+    point is predicted out of sample; the top-level values are fitted on every source.
+    """
+
+    per_layer_s: float
+    per_layer_decode_s: float
+    per_step_s: float
+    method: str = ""
+    folds: dict[str, dict] = {}
+
+
+@functools.cache
+def _table() -> dict:
+    with open(FILE, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@functools.cache
+def families() -> dict[str, Family]:
+    out = {}
+    for key, entry in _table()["family"].items():
+        try:
+            out[key] = msgspec.convert({**entry, "key": key}, Family)
+        except msgspec.ValidationError as exc:
+            raise NapkinError(f"catalog efficiency.toml [family.{key}]: {exc}") from None
+    return out
+
+
+@functools.cache
+def _by_gpu() -> dict[str, str]:
+    return {g: key for key, fam in families().items() for g in fam.gpus}
+
+
+def family(gpu_key: str) -> Family:
+    """The measured family of an accelerator (gpus.toml key), or ``unmeasured``."""
+    return families()[_by_gpu().get(gpu_key, "unmeasured")]
+
+
+@functools.cache
+def shape() -> Shape:
+    return msgspec.convert(_table()["model"], Shape)
+
+
+BASELINE = Path(__file__).parents[1] / "validation" / "baseline.json"
+
+
+@functools.cache
+def error_bars() -> dict:
+    """{figure: {family or 'all': {median, max, n}}}: the out-of-sample errors of the last `napkin validate`
+    (validation/baseline.json), which every serving answer cites; {} if none is stored."""
+    import json
+
+    try:
+        return json.loads(BASELINE.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+@functools.cache
+def _stored() -> Fitted:
+    return msgspec.convert(_table()["fitted"], Fitted)
+
+
+_override: list[Fitted] = []
+
+
+def fitted() -> Fitted:
+    """The fitted parameters (inside ``fitted_as``, the ones being tried)."""
+    return _override[-1] if _override else _stored()
+
+
+@contextlib.contextmanager
+def fitted_as(params: Fitted) -> Iterator[None]:
+    """Run with other fitted parameters: how `napkin validate` predicts a fold out of sample."""
+    _override.append(params)
+    try:
+        yield
+    finally:
+        _override.pop()

@@ -1,0 +1,304 @@
+"""One forward step of a transformer replica as a sum of operators, each on its own roofline.
+
+A step (a decode step, a prefill, or a mixed step of continuous batching) runs, per layer,
+the QKV and output projections, the MLP (or the routed experts), attention over the KV
+cache, the element-wise kernels (norms, rotary, activation, residual adds) and, under
+tensor parallelism, two all-reduces; then the LM head once. Each is a separate kernel, so
+the step takes the *sum* of their times, and each operator takes the larger of its memory
+time and its compute time:
+
+    t_op   = max(bytes / (bandwidth · η_bw), FLOPs / (peak · η(shape)))
+    t_step = L · (Σ_layer ops + t_layer) + t_lm_head + t_step_fixed
+
+Every function takes floats or numpy arrays (the planner sweeps batch, TP degree and GPU
+type at once), so none branches on a value. Symbols (per GPU, after tensor parallelism):
+
+    M   tokens in the step (decoding sequences + prefill tokens)      K, N  a linear layer's in/out width
+    η_max  a GEMM's best fraction of the dense peak                  M_½  tokens at which η is half of η_max
+    C   cached tokens attention reads in the step (Σ over decoding sequences of their context)
+    Π   causal query-key pairs of the step's prefill tokens
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from napkin.formulas._array import maximum as _maximum
+
+ACTIVATION_BYTES = 2.0  # bf16 activations between kernels, whatever the weight format
+_TINY = 1e-30  # keeps 0/0 (an operator with no tokens, a dense model's experts) at 0, not NaN
+
+
+class LayerShapes(NamedTuple):
+    """The widths one GPU multiplies in one layer, after tensor parallelism (plain numbers or arrays).
+
+    Built by :meth:`napkin.model.ModelSpec.layer_shapes`; ``moe_fraction`` is the share of the
+    layers whose MLP is routed experts (0 for a dense model).
+    """
+
+    d_model: Any
+    qkv_out: Any  # (h + 2·h_kv) · d_h / tp
+    attn_out_in: Any  # h · d_h / tp
+    mlp_in_out: Any  # (2 if gated else 1) · d_ff / tp, dense layers
+    mlp_out_in: Any  # d_ff / tp
+    n_experts: Any  # routed experts E (0: dense)
+    top_k: Any  # experts per token k
+    expert_in_out: Any  # (2 if gated else 1) · d_ff_expert / tp
+    expert_out_in: Any  # d_ff_expert / tp
+    shared_in_out: Any  # shared experts' (gated) width / tp (0: none)
+    shared_out_in: Any
+    moe_fraction: Any  # L_moe / L
+    kv_bytes_per_token: Any  # one layer's cached bytes per token on this GPU (K and V, or MLA's latent)
+    attn_flops_per_kv_token: Any  # 4 · h · d_attn / tp: QKᵀ and AV for one query against one key
+    vocab_out: Any  # V / tp
+    n_layers: Any
+    bytes_per_weight: Any  # of the attention projections and the LM head
+    mlp_bytes_per_weight: Any  # of the MLP and experts (a checkpoint may keep them at another precision)
+
+
+class Rates(NamedTuple):
+    """What one GPU achieves: peaks and bandwidths with their efficiencies, and the fixed costs."""
+
+    dense_flops_per_s: Any  # at the weights' compute precision
+    attention_flops_per_s: Any  # the peak attention runs at (bf16, or fp8 where the kernel is fp8)
+    memory_bytes_per_s: Any
+    bandwidth_efficiency: Any  # η_bw
+    gemm_efficiency: Any  # η_max
+    gemm_half_tokens: Any  # M_½
+    attention_efficiency: Any  # η of attention kernels against attention_flops_per_s
+    link_bytes_per_s: Any  # one direction, after its achieved fraction (∞: no TP)
+    allreduce_latency_s: Any
+    per_layer_s: Any  # fixed cost of one layer's kernels in a step with prompt tokens (launched one by one)
+    per_layer_decode_s: Any  # the same in a decode-only step (replayed as a CUDA graph by serving engines)
+    per_step_s: Any  # fixed cost per step (scheduling, sampling, host)
+    elementwise_passes: Any  # reads and writes of an M × d activation per layer by element-wise kernels
+    mlp_flops_per_s: Any  # the peak the MLP's (or experts') GEMMs run at: their own precision's
+    mlp_gemm_efficiency: Any  # and its η_max
+
+
+class OperatorTime(NamedTuple):
+    """One operator's work on one GPU and its time: the larger roof, or the sum for a latency."""
+
+    bytes: Any  # moved through HBM (or over the link, for an all-reduce)
+    flops: Any
+    memory_s: Any  # bytes / (bandwidth · η_bw)  (the link's time for an all-reduce)
+    compute_s: Any  # FLOPs / (peak · η)
+    seconds: Any  # max(memory_s, compute_s), plus any fixed latency
+
+
+def gemm_efficiency(tokens: Any, *, max_efficiency: Any, half_tokens: Any) -> Any:
+    """η(M) = η_max · M / (M + M_½)
+
+    The fraction of the dense peak a GEMM with M rows (tokens) reaches when it is compute-bound:
+    small M leaves tiles and SMs idle, large M approaches the best achieved figure η_max. Below
+    the ridge the memory roof binds anyway (a decode GEMM streams its weights), so η(M) matters
+    from a few hundred tokens up, where measured GEMMs fall short of a sharp roofline.
+    Trap: one efficiency for every shape: a single MFU makes short prefills too fast and the
+    knee of the roofline too sharp (at M = 256 an H100 GEMM reaches 68% of its best, not 100%).
+    Source: η_max per accelerator from measured maximum achievable matmul FLOPS (Bekman,
+    ml-engineering, MAMF table); the M-dependence from cuBLAS GEMM sweeps over M published in
+    vLLM pull requests #17126 (H100: 68% of MAMF at M = 256) and #19566 (SM100: 63%, 74%, 79% at
+    M = 256, 512, 1024).
+    """
+    return max_efficiency * tokens / (tokens + half_tokens)
+
+
+def _roof(moved: Any, flops: Any, *, rates: Rates, flops_per_s: Any, efficiency: Any) -> OperatorTime:
+    mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
+    comp = flops / (flops_per_s * _maximum(efficiency, _TINY))
+    return OperatorTime(moved, flops, mem, comp, _maximum(mem, comp))
+
+
+def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Rates, count: Any = 1.0) -> OperatorTime:
+    """t = count · max((K·N·b_w + M·(K + N)·b_a) / (bw · η_bw), 2·M·K·N / (peak · η(M)))
+
+    ``count`` identical GEMMs of an [M × K] activation by a [K × N] weight: the weight is read
+    once per GEMM, the activations in and out, and 2·M·K·N FLOPs are done.
+    Trap: adding the memory and compute times (a kernel streams and computes at once), or one
+    max over the whole step (the weights' GEMMs and the KV cache's attention are different
+    kernels: at a large batch the step is their sum).
+    Source: Williams et al. 2009 (roofline); NVIDIA, Matrix Multiplication Background User's
+    Guide (arithmetic intensity of a GEMM).
+    """
+    on = count * (tokens > 0) * (n > 0)
+    moved = on * (k * n * bytes_per_weight + tokens * (k + n) * ACTIVATION_BYTES)
+    flops = on * 2.0 * tokens * k * n
+    eta = gemm_efficiency(tokens, max_efficiency=rates.gemm_efficiency, half_tokens=rates.gemm_half_tokens)
+    return _roof(moved, flops, rates=rates, flops_per_s=rates.dense_flops_per_s, efficiency=eta)
+
+
+def experts_touched(tokens: Any, *, n_experts: Any, top_k: Any) -> Any:
+    """E_touched = E · (1 − (1 − k/E)^M)
+
+    The routed experts at least one of M tokens picks (uniform routing): each must be read
+    once in the step, and its GEMM has M·k / E_touched rows.
+    Trap: reading only the active parameters at every batch: at 64 tokens DeepSeek-V3 touches
+    ~87% of its 256 experts per layer, so a batched MoE step moves like a dense model of its
+    total size.
+    Source: the expected number of distinct items in M draws of k from E (coupon collector);
+    DeepSeek-AI 2024, DeepSeek-V3 (arXiv:2412.19437) for the routing.
+    """
+    share = top_k / _maximum(n_experts, _TINY)  # k/E; 0 for a dense model (k = 0)
+    return n_experts * (1.0 - (1.0 - share) ** tokens)
+
+
+def _add(*ops: OperatorTime, scale: Any = 1.0) -> OperatorTime:
+    return OperatorTime(*(scale * sum(getattr(o, f) for o in ops) for f in OperatorTime._fields))
+
+
+def _scale(op: OperatorTime, factor: Any) -> OperatorTime:
+    return OperatorTime(*(factor * v for v in op))
+
+
+def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+    """t_mlp = (1 − f_moe) · t_dense(M) + f_moe · (t_experts + t_shared)
+
+    Dense layers run two GEMMs (in, out). An MoE layer runs, for each of the E_touched routed
+    experts, the same two GEMMs on M·k / E_touched tokens, plus its shared experts on all M.
+    Trap: counting the routed experts at the batch's M rows: each expert sees only its share, so
+    its GEMM is small and memory-bound long after a dense one would be compute-bound.
+    Source: Fedus et al. 2022, Switch Transformers; DeepSeek-V3 (arXiv:2412.19437), shared experts.
+    """
+    w = shapes.mlp_bytes_per_weight
+    rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
+    dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates),
+                 linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates))
+    touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
+    per_expert = tokens * shapes.top_k / _maximum(touched, _TINY)
+    moe = _add(linear_time(per_expert, k=shapes.d_model, n=shapes.expert_in_out, bytes_per_weight=w, rates=rates,
+                           count=touched),
+               linear_time(per_expert, k=shapes.expert_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
+                           count=touched),
+               linear_time(tokens, k=shapes.d_model, n=shapes.shared_in_out, bytes_per_weight=w, rates=rates),
+               linear_time(tokens, k=shapes.shared_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates))
+    return _add(_scale(dense, 1.0 - shapes.moe_fraction), _scale(moe, shapes.moe_fraction))
+
+
+def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+    """t = C · max(kv_bytes / (bw · η_bw), 4·h·d_attn / (peak_attn · η_attn)) + Π · 4·h·d_attn / (peak_attn · η_attn)
+
+    One layer's attention. Decode: every decoding sequence's new token reads its cached keys and
+    values (C is the sum of their contexts); both the bytes and the FLOPs grow with C, so the
+    time is linear in it. Prefill: Π causal query-key pairs at the attention kernel's efficiency
+    (FlashAttention keeps the scores on chip, so its time is its FLOPs).
+    Trap: the query-head count instead of the KV heads in the bytes (GQA reads h_kv heads); a
+    long prefill without its attention (at 32k tokens on an 8B model it is as large as the 2N GEMMs).
+    Source: Kwon et al. 2023, PagedAttention (vLLM); Dao 2023, FlashAttention-2 (arXiv:2307.08691);
+    Shah et al. 2024, FlashAttention-3 (arXiv:2407.08608).
+    """
+    peak = rates.attention_flops_per_s * rates.attention_efficiency
+    mem = kv_tokens * shapes.kv_bytes_per_token / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
+    dec_flops = kv_tokens * shapes.attn_flops_per_kv_token
+    pre_flops = prefill_pairs * shapes.attn_flops_per_kv_token
+    dec = _maximum(mem, dec_flops / peak)
+    return OperatorTime(kv_tokens * shapes.kv_bytes_per_token, dec_flops + pre_flops, mem,
+                        (dec_flops + pre_flops) / peak, dec + pre_flops / peak)
+
+
+def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+    """t = M · (passes · d + a_mlp) · b_a / (bw · η_bw),   a_mlp = (width in + width out) of the MLP's activation
+
+    Norms, rotary embedding and residual adds read and write M × d activations a few times per
+    layer; the MLP's activation reads its input width (2 · d_ff for a gated MLP) and writes d_ff.
+    None of them reaches the compute roof.
+    Trap: ignoring them at a long prefill, where M × d_ff activations are gigabytes per layer.
+    Source: Korthikanti et al. 2022 (arXiv:2205.05198), Table 2 (the element-wise tensors of a
+    layer); the pass count is in catalog/efficiency.toml.
+    """
+    dense = shapes.mlp_in_out + shapes.mlp_out_in
+    moe = shapes.top_k * (shapes.expert_in_out + shapes.expert_out_in) + shapes.shared_in_out + shapes.shared_out_in
+    widths = rates.elementwise_passes * shapes.d_model + (1.0 - shapes.moe_fraction) * dense \
+        + shapes.moe_fraction * moe
+    moved = tokens * widths * ACTIVATION_BYTES
+    mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
+    return OperatorTime(moved, 0.0 * moved, mem, 0.0 * mem, mem)
+
+
+def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -> OperatorTime:
+    """t = 2 · (2 · (tp − 1)/tp · M · d · b_a / link + latency)   (0 at tp = 1)
+
+    Two all-reduces per layer (after attention, after the MLP), each a ring's volume per rank
+    over one direction of the link at its achieved fraction, plus a fixed latency.
+    Trap: one-way bytes over the bidirectional rating (900 GB/s of NVLink is 450 each way), and
+    at decode the latency, not the bandwidth, is the cost.
+    Source: Shoeybi et al. 2019, Megatron-LM (two all-reduces per layer); Patarasuk and Yuan
+    2009 (ring all-reduce volume); achieved bus bandwidth from nccl-tests (catalog/efficiency.toml).
+    """
+    on = (tp > 1) * (tokens > 0)
+    volume = on * 2.0 * 2.0 * (tp - 1.0) / tp * tokens * shapes.d_model * ACTIVATION_BYTES
+    wire = volume / rates.link_bytes_per_s
+    return OperatorTime(volume, 0.0 * volume, wire, 0.0 * wire, wire + on * 2.0 * rates.allreduce_latency_s)
+
+
+def fixed_time(seconds: Any) -> OperatorTime:
+    """t = a fixed cost (kernel launches, synchronisation, scheduling, sampling)
+
+    A step with prompt tokens launches its kernels one by one; serving engines capture the
+    decode-only step once as a CUDA graph and replay it, which costs less per layer.
+    Trap: a roofline with no fixed cost: a 128-token prefill of a 7B model on an H200 is
+    2 ms of arithmetic and about 6 ms measured.
+    Source: the per-layer and per-step costs are fitted to published serving runs
+    (catalog/efficiency.toml [fitted], `napkin validate --fit`), leave-sources-out.
+    """
+    return OperatorTime(0.0 * seconds, 0.0 * seconds, 0.0 * seconds, 0.0 * seconds, seconds)
+
+
+OPERATORS = ("qkv", "attention_out", "mlp", "attention", "elementwise", "allreduce", "layer_overhead", "lm_head",
+             "step_overhead")
+
+
+def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
+                   rates: Rates, tp: Any) -> dict[str, OperatorTime]:
+    """{operator: its work and time} in one step; their sum is the step's time (see step_seconds)
+
+    qkv, attention_out, mlp (or experts), attention (decode over C cached tokens + prefill over Π
+    pairs), elementwise and all-reduce, each times L; per-layer fixed costs times L; the LM head on
+    the sequences that emit a token; the per-step fixed cost.
+    Trap: one max() over the whole step: the weights, the KV cache and the arithmetic are read and
+    done by different kernels, so at a large batch the step is close to the sum of their times.
+    Source: the roofline per operator (Williams et al. 2009) summed over kernels, as in Yuan et al.
+    2024, LLM Inference Unveiled: Survey and Roofline Model Insights (arXiv:2402.16363).
+    """
+    L = shapes.n_layers
+    w = shapes.bytes_per_weight
+    on = tokens > 0
+    return {
+        "qkv": _scale(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates), L),
+        "attention_out": _scale(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
+                                            rates=rates), L),
+        "mlp": _scale(mlp_time(tokens, shapes=shapes, rates=rates), L),
+        "attention": _scale(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates), L),
+        "elementwise": _scale(elementwise_time(tokens, shapes=shapes, rates=rates), L),
+        "allreduce": _scale(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp), L),
+        "layer_overhead": fixed_time(L * on * (rates.per_layer_s * (prefill_pairs > 0)
+                                               + rates.per_layer_decode_s * (prefill_pairs <= 0))),
+        "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates),
+        "step_overhead": fixed_time(rates.per_step_s * on),
+    }
+
+
+def total_seconds(ops: dict[str, OperatorTime]) -> Any:
+    """t_step = Σ_operators t_op
+
+    How a step's operators combine: one after another, each a kernel of its own. Every command
+    sums a step through this function.
+    Trap: treating the whole step as one kernel, max(bytes, FLOPs): that hides the KV read behind
+    the weights' arithmetic at large batch and comes out about a third short.
+    Source: Williams et al. 2009 (roofline), per operator and summed.
+    """
+    total = 0.0
+    for op in ops.values():
+        total = total + op.seconds
+    return total
+
+
+def step_seconds(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
+                 rates: Rates, tp: Any) -> Any:
+    """t_step = Σ_operators t_op   (step_operators, combined by total_seconds)
+
+    Trap: treating the whole step as one kernel, max(bytes, FLOPs): that hides the KV read behind
+    the weights' arithmetic at large batch and comes out about a third short.
+    Source: Williams et al. 2009 (roofline), per operator and summed.
+    """
+    return total_seconds(step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
+                                        shapes=shapes, rates=rates, tp=tp))

@@ -1,0 +1,162 @@
+"""`napkin validate`: napkin's predictions against published measurements, with their error bars.
+
+Every point of validation/serving.toml is predicted by `napkin serve` run as its engine ran it
+(validation.serving); the error is predicted / measured − 1. The three parameters fitted to
+these measurements (catalog/efficiency.toml [fitted]) are fitted leave-sources-out: the sources
+are split in two folds, each fold's points are predicted with the parameters fitted on the
+other fold's sources only, so every error reported here is out of sample. `--fit` re-fits them
+(a few minutes) and prints the tables to store.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Annotated, Any
+
+import msgspec
+
+from napkin.calculators import Calculator
+from napkin.catalog import efficiency as eff
+from napkin.derivation import Report
+from napkin.request import field
+
+FOLDS = ("a", "b")
+EXPLAIN_ABOVE = 0.20  # a point missed by more than this carries a one-line explanation in the dataset
+
+
+class ValidateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    group: Annotated[str, field("choice", "which measurements: serving, training or all",
+                                choices=("serving", "training", "all"))] = "all"
+    fit: Annotated[bool, field("bool", "re-fit the fitted parameters leave-sources-out (minutes) and print the "
+                                       "tables to store in catalog/efficiency.toml")] = False
+
+
+def fold_of(source: str, sources: list[str]) -> str:
+    """Sources sorted by name, alternately in fold a and fold b."""
+    return FOLDS[sorted(sources).index(source) % 2]
+
+
+def _params(fold: str | None) -> eff.Fitted:
+    """The parameters fitted without the fold's sources (the stored all-source fit when there are none)."""
+    f = eff.fitted()
+    if fold is None or fold not in f.folds:
+        return f
+    keep = ("per_layer_s", "per_layer_decode_s", "per_step_s")
+    return msgspec.structs.replace(f, **{k: v for k, v in f.folds[fold].items() if k in keep})
+
+
+def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tuple[list[dict], list[dict]]:
+    """(predicted rows, not-modelled rows) for the serving points, each fold with its own parameters."""
+    from napkin.validation import serving as sv
+
+    pts = sv.points()
+    sources = sorted({p["source"] for p in pts})
+    rows, skipped = [], []
+    for p in pts:
+        fold = fold_of(p["source"], sources)
+        params = (params_by_fold or {}).get(fold) or _params(fold)
+        with eff.fitted_as(params):
+            out = sv.predict(p)
+        if out.value is None:
+            skipped.append({"id": p["id"], "metric": p["metric"], "reason": out.reason})
+            continue
+        err = out.value / p["value"] - 1.0
+        rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"],
+                     "family": eff.family(p["gpu"]).key, "engine": p["engine"], "metric": p["metric"],
+                     "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err,
+                     "explanation": p.get("explanation", "")})
+    return rows, skipped
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Median and max |error| of the serving points per figure, overall, per accelerator family and per engine."""
+    return summary_of(rows, ("throughput", "tpot", "ttft", "latency"))
+
+
+def summary_of(rows: list[dict], groups: tuple[str, ...]) -> list[dict]:
+    """Median and max |error| per group, overall, per accelerator family and per engine (or framework)."""
+    out = []
+    for group in groups:
+        mine = [r for r in rows if r["group"] == group]
+        if not mine:
+            continue
+        cuts = [("all", mine)]
+        cuts += [(f"family {f}", [r for r in mine if r["family"] == f]) for f in sorted({r["family"] for r in mine})]
+        cuts += [(f"engine {e}", [r for r in mine if r["engine"] == e]) for e in sorted({r["engine"] for r in mine})]
+        for label, sel in cuts:
+            errs = [abs(r["error"]) for r in sel]
+            out.append({"group": group, "subset": label, "n": len(sel), "median_error": statistics.median(errs),
+                        "max_error": max(errs)})
+    return out
+
+
+def baseline_table(rows: list[dict]) -> dict:
+    """What `serve` cites as its error bar: {group: {family or 'all': {median, max, n}}}."""
+    out: dict[str, dict] = {}
+    for s in summary(rows):
+        key = "all" if s["subset"] == "all" else s["subset"].split(" ", 1)[1] if s["subset"].startswith("family") \
+            else None
+        if key is not None:
+            out.setdefault(s["group"], {})[key] = {"median": round(s["median_error"], 4),
+                                                   "max": round(s["max_error"], 4), "n": s["n"]}
+    return out
+
+
+def run_validate(req: ValidateRequest) -> Report:
+    r = Report("Validate: predictions against published measurements", command="validate")
+    if req.group in ("serving", "all"):
+        fold_params = None
+        if req.fit:
+            from napkin.validation.fit import fit_folds
+
+            fold_params = fit_folds(r)
+        rows, skipped = evaluate_serving(fold_params)
+        _serving_report(r, rows, skipped)
+    if req.group in ("training", "all"):
+        from napkin.validation.training_runner import training_section
+
+        training_section(r)
+    return r
+
+
+def _serving_report(r: Report, rows: list[dict], skipped: list[dict]) -> None:
+    r.set("serving_points", len(rows), "count")
+    r.set("serving_not_modelled", len(skipped), "count")
+    for s in summary(rows):
+        if s["subset"] == "all":
+            r.set(f"serving_{s['group']}_median_error", s["median_error"], "fraction")
+            r.set(f"serving_{s['group']}_max_error", s["max_error"], "fraction")
+            r.set(f"serving_{s['group']}_points", s["n"], "count")
+    r.set("serving_summary", summary(rows))
+    r.set("serving", sorted(rows, key=lambda x: (x["group"], x["id"])))
+    r.set("serving_skipped", skipped)
+    bad = [x["id"] for x in rows if abs(x["error"]) > EXPLAIN_ABOVE and not x["explanation"]]
+    if bad:
+        r.warn("unexplained", f"{len(bad)} serving points are missed by more than {EXPLAIN_ABOVE:.0%} without an "
+                              f"explanation in the dataset: {', '.join(bad[:5])}" + (" ..." if len(bad) > 5 else ""))
+    f = eff.fitted()
+    r.note(f"every serving error is out of sample: the sources are split into two folds and each fold is predicted "
+           f"with the parameters fitted on the other ({f.method or 'leave-sources-out'})")
+    r.note("error = predicted / measured − 1; a serving point is predicted by `napkin serve` run with its engine's "
+           "documented scheduler, token budget, concurrency cap and memory fraction (validation/engines.toml)")
+
+
+def _charts(report: Any) -> dict[str, dict]:
+    from napkin.charts.validate import validate_chart
+
+    return {"validate": validate_chart(report)}
+
+
+def finite(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x)
+
+
+VALIDATE = Calculator(
+    "validate", ValidateRequest, run_validate, "Validate",
+    "napkin's serving and training predictions against published measurements (MLPerf, TensorRT-LLM, vLLM, "
+    "SGLang; Megatron-LM, MosaicML, torchtitan), with the median and max error per group, out of sample.",
+    establishes="how far each kind of prediction has been from published measurements of the same configuration",
+    needs_measuring="your own runs: a point you measure can be added to validation/serving.toml with its source",
+    charts=_charts,
+)

@@ -1,0 +1,109 @@
+"""Latency under load: the seeded discrete-event simulation of continuous batching (serve --rate)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import napkin
+from napkin.errors import InputError
+from napkin.formulas import simulation as sim
+
+BASE = dict(model="llama-3.1-8b", gpu="h100", precision="bf16", prompt=512, output=128, batch=64)
+
+
+def flat_cost(step_s: float = 0.01, size: int = 20000) -> sim.StepCost:
+    """A step that takes 10 ms whatever it carries: the scheduler alone decides the latencies."""
+    return sim.StepCost(np.full(size + 1, step_s), np.zeros(size + 1), 0.0, 0.0)
+
+
+def test_one_request_alone_by_hand():
+    """One 100-token prompt, 10 output tokens, 10 ms steps, chunk 8192: prefill in one step, 9 decode steps."""
+    out = sim.simulate_continuous(np.array([0.0]), prompt_tokens=100, output_tokens=10, cost=flat_cost(),
+                                  max_sequences=8, chunk_tokens=8192)
+    assert out["first_token_s"][0] == pytest.approx(0.01)
+    assert out["finish_s"][0] == pytest.approx(0.10)
+
+
+def test_a_long_prompt_takes_whole_chunks():
+    """20,000 tokens at a budget of 8,192 per step: three steps to the first token."""
+    out = sim.simulate_continuous(np.array([0.0]), prompt_tokens=20000, output_tokens=2, cost=flat_cost(),
+                                  max_sequences=8, chunk_tokens=8192)
+    assert out["first_token_s"][0] == pytest.approx(0.03)
+
+
+def test_a_full_replica_makes_the_next_request_wait_for_a_slot():
+    arr = np.array([0.0, 0.0])
+    out = sim.simulate_continuous(arr, prompt_tokens=100, output_tokens=5, cost=flat_cost(), max_sequences=1,
+                                  chunk_tokens=8192)
+    assert out["admitted_s"][1] == pytest.approx(out["finish_s"][0])
+    assert out["first_token_s"][1] > out["finish_s"][0]
+
+
+def test_prefill_first_runs_prompts_apart():
+    """Two requests at t = 0, prefill-first: both prompts in one 200-token step, then decodes."""
+    out = sim.simulate_continuous(np.array([0.0, 0.0]), prompt_tokens=100, output_tokens=3, cost=flat_cost(),
+                                  max_sequences=8, chunk_tokens=8192, mixed=False)
+    assert list(out["first_token_s"]) == pytest.approx([0.01, 0.01])
+    assert list(out["finish_s"]) == pytest.approx([0.03, 0.03])
+
+
+@settings(max_examples=30, deadline=None)
+@given(rate=st.floats(0.5, 200), n=st.integers(5, 200), cap=st.integers(1, 64), mixed=st.booleans(),
+       prompt=st.integers(1, 5000), output=st.integers(1, 300))
+def test_every_request_is_served_in_order_of_events(rate, n, cap, mixed, prompt, output):
+    arr = sim.poisson_arrivals(rate, n_requests=n, seed=1)
+    out = sim.simulate_continuous(arr, prompt_tokens=prompt, output_tokens=output, cost=flat_cost(0.002),
+                                  max_sequences=cap, chunk_tokens=4096, mixed=mixed)
+    assert not np.isnan(out["finish_s"]).any()
+    assert (out["admitted_s"] >= arr - 1e-12).all()
+    assert (out["first_token_s"] > out["admitted_s"]).all()
+    assert (out["finish_s"] >= out["first_token_s"]).all()
+    # a sequence needs at least output − 1 decode steps after its first token
+    assert (out["finish_s"] - out["first_token_s"] >= (output - 1) * 0.002 - 1e-9).all()
+
+
+def test_the_simulation_is_seeded():
+    a = napkin.serve(BASE, rate=5, requests=300)
+    b = napkin.serve(BASE, rate=5, requests=300)
+    assert a["ttft_p99_s"] == b["ttft_p99_s"] and a["tpot_p50_s"] == b["tpot_p50_s"]
+    c = napkin.serve(BASE, rate=5, requests=300, seed=7)
+    assert c["ttft_p99_s"] != a["ttft_p99_s"]
+
+
+def test_at_light_load_latency_is_the_idle_replica():
+    r = napkin.serve(BASE, rate=0.2, requests=300)
+    # alone, a request's prompt rides in one step of its own size, and it decodes alone
+    assert r["ttft_p50_s"] == pytest.approx(r["prefill_s"], rel=0.25)
+    one = napkin.serve(BASE, batch=1)
+    assert r["tpot_p50_s"] == pytest.approx(one["decode_step_s"], rel=0.2)
+
+
+def test_over_capacity_is_said():
+    r = napkin.serve(BASE, batch=8, rate=200, requests=400)
+    assert any(w.code == "over-capacity" for w in r.warnings)
+    assert r["queue_p99_s"] > 1.0
+
+
+def test_percentiles_are_ordered():
+    r = napkin.serve(BASE, rate=20, requests=600)
+    for name in ("ttft", "tpot", "latency", "queue"):
+        assert r[f"{name}_p50_s"] <= r[f"{name}_p90_s"] <= r[f"{name}_p99_s"]
+
+
+def test_a_trace_of_requests(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival,prompt,output\n0,100,20\n0.5,2000,50\n1.0,300,10\n")
+    r = napkin.serve({**BASE, "trace": str(trace)})
+    assert r["simulated_requests"] == 3 - 3 // 10
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt,output\n100,oops\n")
+    with pytest.raises(InputError, match=r"trace has an output length 'oops', not a number; got .*bad.csv:1"):
+        napkin.serve({**BASE, "trace": str(bad), "rate": 1})
+
+
+def test_static_batches_take_no_rate():
+    with pytest.raises(InputError, match="rate needs a continuous or prefill-first scheduler"):
+        napkin.serve(BASE, rate=1, scheduling="static")
