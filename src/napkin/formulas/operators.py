@@ -163,6 +163,8 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
     rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
     dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates),
                  linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates))
+    if isinstance(shapes.moe_fraction, (int, float)) and shapes.moe_fraction == 0:
+        return dense  # a dense model (a property of the model, not of a value swept): its expert terms are all 0
     touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
     per_expert = tokens * shapes.top_k / _maximum(touched, _TINY)
     moe = _add(linear_time(per_expert, k=shapes.d_model, n=shapes.expert_in_out, bytes_per_weight=w, rates=rates,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from napkin import units
@@ -133,6 +134,8 @@ def tables(report: Any) -> dict[str, dict]:
     """Results that are lists of records (a ranking, days of a ledger), formatted as tables."""
     out = {}
     for key, value in report.results.items():
+        if isinstance(value, Sequence) and not isinstance(value, (list, str)) and hasattr(value, "to_dict"):
+            value = value.to_dict()  # a list made only when read (plan serve's cloud of points)
         if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
             columns = list(dict.fromkeys(c for row in value for c in row))
             rows = [[_cell(c, row.get(c)) for c in columns] for row in value[:TABLE_ROWS]]

@@ -1,14 +1,15 @@
 """The serving capacity question: which GPUs, how many per replica, what TP degree, what batch
-and how many replicas serve a request rate within TTFT and TPOT objectives at least cost?
+and how many replicas serve a request rate within TTFT and TPOT objectives (mean, or p99 under
+Poisson arrivals) at least cost; or, with no rate, the highest rate each configuration serves
+within them and what a million tokens costs at it.
 
-The grid (hardware x GPUs per replica x TP degree x batch) is evaluated at once with numpy
-broadcasting on the same formulas as ``napkin serve``: the decode and prefill steps of
-:mod:`napkin.formulas.serving`, called with arrays; the replica count is then the
-smallest that carries the rate at the target utilisation. Simplifications, stated in the
-output: no queueing model beyond a utilisation target; static roofline efficiencies (one
-MFU, one bandwidth efficiency for every GPU and batch); prefills run whole (no chunking)
-and pause decoding; a TP group larger than the GPU's scale-up domain (8 on an HGX board)
-runs its all-reduces at the scale-out bandwidth, and pipeline hops are not costed.
+The grid (hardware x GPUs per replica x TP degree x prompt x output x batch) is evaluated at
+once with numpy broadcasting on the same formulas as ``napkin serve``: the scheduler of
+:mod:`napkin.formulas.scheduling` on the operators of :mod:`napkin.formulas.operators`
+(grid.py); the cheapest cells and the Pareto front are chosen with array operations
+(select.py), and only the printed rows become Python objects (rows.py). p99 objectives are
+screened on the grid with a queueing approximation and confirmed by the load simulation of
+``napkin serve --rate`` on the best few (tail.py).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import Any
 
 from napkin.calculators import Calculator
 
-from .grid import evaluate, evaluate_grid
-from .report import pareto_front, run_plan_serve
+from .evaluate import evaluate, evaluate_grid
+from .grid import evaluate_compact, steady_state
+from .report import run_plan_serve
 from .request import PlanServeRequest
+from .select import pareto_front
 
 
 def _charts(report: Any) -> dict[str, dict]:
@@ -38,4 +41,5 @@ PLAN_SERVE = Calculator(
 )
 
 
-__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_grid", "pareto_front", "run_plan_serve"]
+__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_compact", "evaluate_grid", "pareto_front",
+           "run_plan_serve", "steady_state"]

@@ -1,228 +1,290 @@
-"""The grid: every (GPU, precision) x GPUs per replica x TP degree x batch at once, on numpy arrays,
-through the serve calculator's scheduler (formulas.scheduling) on the operator model
-(formulas.operators); in this process or split over an executor."""
+"""The grid: every (GPU, precision) x (GPUs per replica, TP degree) x prompt x output x batch on numpy
+arrays, through the serve calculator's scheduler (formulas.scheduling) on the operator model
+(formulas.operators).
+
+Layout (hardware, pair, prompt, output, batch): a pair is a (GPUs per replica, TP degree) the model
+admits (TP within the replica and dividing the heads, no more stages than layers), ordered by GPUs
+then TP, so cells run in the order of the (hardware, GPUs, TP, prompt, output, batch) grid the plan
+counts. Each term is computed on the shape it depends on: the scheduler's side of the steady state
+(which tokens ride in which step) on (pair, prompt, output, batch), once; the hardware's rates per
+row; only the operators' roofline max() and their sum meet every cell. That part runs in chunks of
+a few thousand cells, so numpy's temporaries stay in cache and are reused instead of paging in
+fresh memory; every cell keeps only what the plan reads (TTFT, TPOT, tokens/s and a status), and
+each chunk hands over its cheapest cells and its Pareto candidates (select.py).
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from napkin import catalog
-from napkin.calculators import replica as rep
-from napkin.calculators import resolve
 from napkin.derivation import Report
-from napkin.errors import InputError
-from napkin.formulas import capacity as cap
-from napkin.formulas import cost as costf
 from napkin.formulas import operators as op
 from napkin.formulas import scheduling as sch
 from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
+from . import select
+from .hardware import columns, hardware_rows, rows_of
 from .request import PlanServeRequest, _scale_out
 
+SIZES = tuple(2**i for i in range(7))
+CHUNK_CELLS = 24_576  # cells per chunk: ~200 kB a temporary, inside the caches of a laptop or a server core
 
-def _prices(req: PlanServeRequest) -> dict[str, float]:
-    """--price by catalog key; a key naming a GPU not searched, or one GPU twice (through an alias), is an error."""
-    searched = {catalog.gpu(name).key: name for name in req.gpu}
-    prices: dict[str, float] = {}
-    given: dict[str, str] = {}
-    for k, v in req.price.items():
-        g = catalog.gpu(k, "price")
-        pair = f"{k}={v:g}"
-        if g.key in prices:
-            raise InputError("price", pair, f"has the {g.name} twice (also as {given[g.key]})",
-                             f"give one price for {g.key}")
-        if g.key not in searched:
-            raise InputError("price", pair, f"is for the {g.name}, which is not among the GPUs searched "
-                                            f"({', '.join(searched)})",
-                             f"add {g.key} to --gpu or drop its price")
-        prices[g.key] = v
-        given[g.key] = pair
-    return prices
+# status of a cell: not a valid split of the model, valid but out of memory, fits, meets the mean objectives
+INVALID, VALID, FITS, MEETS = 0, 1, 2, 3
 
 
-def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
-    """One row per (GPU, precision) with its peak, bandwidth, link, price and the operator model's rates."""
-    prices = _prices(req)
-    given = rep.Given(gemm=req.gemm_efficiency, bandwidth=req.bandwidth_efficiency,
-                      allreduce_latency_s=req.allreduce_latency)
-    rows = []
-    for name in req.gpu:
-        g = catalog.gpu(name)
-        price = prices.get(g.key)
-        if price is None:
-            listed = catalog.gpu_hour_price(g.key)
-            if listed is not None:
-                price = listed.usd_per_gpu_hour
-                # basis "reference": a dated list price stood in for the user's, so the footer's assumed: line shows it
-                r.assume(f"price[{g.key}]", price, f"catalog list price of {listed.date}: pass --price "
-                                                   f"{g.key}=X for yours", unit="usd_per_hour", basis="reference",
-                         source=listed.source)
-            else:
-                r.note(f"no price for the {g.name}: its configurations are listed by throughput but not ranked by cost")
-        for p in req.precision:
-            cp = resolve.compute_precision(g, p)
-            if cp is None:
-                r.note(f"the {g.name} has no compute path for {p} weights: skipped")
-                continue
-            link = g.link_bytes_per_s_per_direction
-            e = rep.efficiencies(g, cp, given=given)
-            rates = rep.rates(g, e, compute_precision=cp)
-            rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
-                         "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": rep.memory_capacity_bytes(g),
-                         "link": link if link else math.inf, "has_link": link is not None,
-                         "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus,
-                         "b_w": bytes_per_value(p), "price": price if price is not None else math.nan,
-                         **{f"rate_{k}": v for k, v in rates._asdict().items() if k != "link_bytes_per_s"}})
-    if not rows:
-        raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
-    return rows
+@dataclass
+class Axes:
+    """The grid's axes: hardware rows, (GPUs, TP) pairs, and the prompt, output and batch values."""
+
+    hw: list[dict]
+    pairs: list[tuple[int, int]]
+    sizes: list[int]
+    prompt: Any
+    output: Any
+    batch: Any
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.hw), len(self.pairs), len(self.prompt), len(self.output), len(self.batch))
+
+    @property
+    def configurations(self) -> int:
+        """The cells the plan counts: every (hardware, GPUs, TP) with every workload and batch, valid or not."""
+        return len(self.hw) * len(self.sizes) ** 2 * len(self.prompt) * len(self.output) * len(self.batch)
+
+    def pair_columns(self) -> tuple[Any, Any, Any]:
+        """GPUs, TP degree and pipeline stages of each pair, shaped (1, pairs, 1, 1, 1)."""
+        import numpy as np
+
+        n = np.array([p[0] for p in self.pairs], dtype=float).reshape(1, -1, 1, 1, 1)
+        t = np.array([p[1] for p in self.pairs], dtype=float).reshape(1, -1, 1, 1, 1)
+        return n, t, np.maximum(n / t, 1.0)
+
+    def values(self) -> tuple[Any, Any, Any]:
+        """Prompt, output and batch values shaped to their axes."""
+        return (self.prompt.reshape(1, 1, -1, 1, 1), self.output.reshape(1, 1, 1, -1, 1),
+                self.batch.reshape(1, 1, 1, 1, -1))
 
 
-def _axes(req: PlanServeRequest, hw: list[dict]) -> tuple[dict[str, Any], Any, Any, Any, Any]:
-    """(hardware columns, has a link, GPUs per replica, TP degree, batch) as broadcastable 4-d arrays."""
+@dataclass
+class Grid:
+    """Every cell's TTFT, TPOT, tokens/s and status, with the cells each chunk handed over."""
+
+    axes: Axes
+    model: Any
+    tpot: Any
+    ttft: Any
+    tps: Any
+    status: Any  # INVALID / VALID / FITS / MEETS
+    picks: Any  # flat indices of the cheapest cells that meet the objectives (a superset of the ranking)
+    front: Any  # select.Front: the exact Pareto front of the cells that fit
+    chunks: int = 0
+    cut: float = math.inf  # the lowest $/M (at the utilisation target) of the cells that meet but were not picked
+    per_workload: Any = None  # flat indices of the candidates for each (prompt, output)'s cheapest cell
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def axes(req: PlanServeRequest, r: Report, m: Any) -> Axes:
     import numpy as np
 
-    keys = ["peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus"] + [k for k in hw[0] if
-                                                                                      k.startswith("rate_")]
-    H = {k: np.array([h[k] for h in hw], dtype=float)[:, None, None, None] for k in keys}
-    has_link = np.array([h["has_link"] for h in hw])[:, None, None, None]
-    sizes = [2**i for i in range(7) if 2**i <= req.max_gpus]
-    n = np.array(sizes, dtype=float)[None, :, None, None]
-    t = np.array(sizes, dtype=float)[None, None, :, None]
-    B = np.array(sorted(set(req.batch)), dtype=float)[None, None, None, :]
-    return H, has_link, n, t, B
+    hw = hardware_rows(req, r)
+    sizes = [s for s in SIZES if s <= req.max_gpus]
+    pairs = [(n, t) for n in sizes for t in sizes
+             if t <= n and n % t == 0 and m.n_heads % t == 0 and n / t <= m.n_layers]
+    as_array = lambda v: np.array(sorted(set(float(x) for x in (v if isinstance(v, list) else [v]))))  # noqa: E731
+    return Axes(hw, pairs, sizes, as_array(req.prompt), as_array(req.output),
+                np.array(sorted(set(req.batch)), dtype=float))
 
 
-def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, Any]:
-    """Every configuration's figures as numpy arrays of shape (hardware, gpus, tp, batch)."""
+def workload(m: Any, *, prompt: Any, output: Any, chunk: float, pp: Any, B: Any, prefix: Any) -> dict[str, Any]:
+    """The scheduler's side of the steady state of continuous batching at concurrency B (no hardware in it):
+    the decoding sequences, the share of steps with prompt tokens, and the tokens of each step's operators."""
+    new = prompt - prefix
+    held = m.kv_held_tokens(prompt + output / 2.0)
+    window = sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix,
+                                        **m.window()) / (4.0 * m.n_layers * m.d_attn) / sch.prefill_pairs(
+        new, cached_tokens=prefix)
+    bd = sch.decode_sequences(B, prompt_tokens=prompt, output_tokens=output, chunk_tokens=chunk, cached_tokens=prefix)
+    c = sch.prefill_tokens_per_step(bd, prompt_tokens=prompt, output_tokens=output, cached_tokens=prefix)
+    micro = sv.microbatch(bd, pp=pp) / bd
+
+    def step(tokens: Any, pairs: Any, logits: Any) -> dict[str, Any]:
+        return {"tokens": tokens * micro, "kv_tokens": bd * held * micro, "prefill_pairs": pairs * window * micro,
+                "logits": logits * micro}
+
+    c, q = sch.prompt_steps(c, new_tokens=new, room=chunk - bd)
+    mixed = step(bd + c, c / new * sch.prefill_pairs(new, cached_tokens=prefix), bd + c / new)
+    decode = step(bd, 0.0 * bd, bd)
+    n, tokens, pairs = sch.prefill_chunk_plan(new, room=chunk - bd, cached_tokens=prefix)
+    first = step(bd + tokens, pairs, bd + 1.0 / n)
+    return {"bd": bd, "q": q, "n_chunks": n, "output": output, "mixed": mixed, "decode": decode, "chunk": first,
+            # a prompt that rides whole in one step: its first chunk is the mixed step, priced once
+            "chunk_is_mixed": all(_same(mixed[k], first[k]) for k in mixed)}
+
+
+def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = False) -> dict[str, Any]:
+    """TTFT, TPOT and tokens/s of the workload's steps on the hardware (and, with ``parts``, the steps' mean
+    memory, compute and all-reduce time, which say what binds)."""
+    def ops(inputs: dict[str, Any]) -> dict[str, Any]:
+        return op.step_operators(inputs["tokens"], kv_tokens=inputs["kv_tokens"],
+                                 prefill_pairs=inputs["prefill_pairs"], logits=inputs["logits"], shapes=shapes,
+                                 rates=rates, tp=t)
+
+    mixed, decode = ops(w["mixed"]), ops(w["decode"])
+    t_mixed = op.total_seconds(mixed)
+    t_first = t_mixed if w["chunk_is_mixed"] else op.total_seconds(ops(w["chunk"]))
+    bd, q = w["bd"], w["q"]
+    t_decode = op.total_seconds(decode)
+    tpot = sch.continuous_step_seconds(t_mixed, decode_step_s=t_decode, prefill_request_s=0.0,
+                                       decode_seqs=bd, output_tokens=w["output"], prompt_share=q)
+    out = {"tpot": tpot, "tps": bd / tpot, "ttft": sch.continuous_ttft_seconds(t_first, n_chunks=w["n_chunks"])}
+    if parts:
+        out.update(decode=t_decode, chunk=t_first, n_chunks=w["n_chunks"])
+        def mean(attr: str, names: tuple[str, ...]) -> Any:  # over the steps: a share q carry prompt tokens
+            return sum(q * getattr(mixed[k], attr) + (1 - q) * getattr(decode[k], attr) for k in names)
+
+        gemm = ("qkv", "attention_out", "mlp", "lm_head", "attention")
+        out.update(memory=mean("memory_s", gemm), compute=mean("compute_s", gemm),
+                   comm=mean("seconds", ("allreduce",)))
+    return out
+
+
+def steady_state(m: Any, *, prompt: Any, output: Any, chunk: float, rates: Any, shapes: Any, t: Any, pp: Any, B: Any,
+                 prefix: Any) -> dict[str, Any]:
+    """TTFT, TPOT and tokens/s of continuous batching at concurrency B, on arrays: the serve calculator's
+    scheduler (formulas.scheduling) on the operator model (formulas.operators); the figures `napkin serve`
+    prints for the same configuration."""
+    w = workload(m, prompt=prompt, output=output, chunk=chunk, pp=pp, B=B, prefix=prefix)
+    return times(w, shapes=shapes, rates=rates, t=t, parts=True)
+
+
+def _same(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    return a is b or (np.shape(a) == np.shape(b) and bool(np.array_equal(a, b)))
+
+
+def _take(a: Any, ps: slice) -> Any:
+    """The pair-axis slice of a workload array (arrays without a pair axis pass whole)."""
+    if getattr(a, "ndim", 0) == 5 and a.shape[1] > 1:
+        return a[:, ps]
+    return a
+
+
+class _Context:
+    """What every chunk shares: the model, the axes' columns, the workload and the memory each cell needs."""
+
+    def __init__(self, req: PlanServeRequest, m: Any, ax: Axes):
+        import numpy as np
+
+        self.req, self.m, self.ax = req, m, ax
+        self.H = columns(ax.hw, 5)
+        self.has_link = np.array([h["has_link"] for h in ax.hw]).reshape(-1, 1, 1, 1, 1)
+        self.n, self.t, self.pp = ax.pair_columns()
+        P, O, B = ax.values()
+        self.prefix = np.minimum(req.cached_prefix, P - 1)
+        self.b_kv = bytes_per_value(req.kv_precision, "kv_precision")
+        # a TP group beyond the scale-up domain all-reduces over the scale-out network
+        self.link = sv.tp_link_bytes_per_s(self.t, scale_up_domain=self.H["domain"],
+                                           link_bytes_per_s_per_direction=self.H["link"],
+                                           scale_out_bytes_per_s_per_gpu=_scale_out(req))
+        self.valid = (self.t == 1) | self.has_link
+        self.beyond = (self.t > self.H["domain"]) & (self.link < self.H["link"])
+        shards = sv.kv_shards(self.t, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
+        ctx_max = P + O
+        # one sequence's own tokens and the shared prefix, each capped by a sliding window if the model has one
+        self.kv_gpu = m.kv_bytes_per_token(self.b_kv) * (m.kv_shared_prefix_tokens(self.prefix, ctx_max) + B * m.kv_held_tokens(
+            ctx_max - self.prefix)) / (self.pp * shards)
+        self.W = m.params * self.H["b_w"]
+        self.w = workload(m, prompt=P, output=O, chunk=req.chunk, pp=self.pp, B=B, prefix=self.prefix)
+
+    def rates(self, hs: slice, ps: slice) -> Any:
+        H = self.H
+        return op.Rates(**{k[5:]: rows_of(v, hs) for k, v in H.items() if k.startswith("rate_")},
+                        link_bytes_per_s=self.link[hs, ps] * H["allreduce_bus"][hs])
+
+    def shapes(self, hs: slice, ps: slice) -> Any:
+        return self.m.layer_shapes(self.t[:, ps], kv_bytes_per_value=self.b_kv, bytes_per_weight=self.H["b_w"][hs])
+
+    def workload(self, ps: slice) -> dict[str, Any]:
+        w = self.w
+        return {k: ({s: _take(x, ps) for s, x in v.items()} if isinstance(v, dict) else _take(v, ps))
+                for k, v in w.items()}
+
+    def fits(self, hs: slice, ps: slice) -> Any:
+        H = self.H
+        return self.W[hs] / self.n[:, ps] + _take(self.kv_gpu, ps) <= H["mem"][hs] * self.req.usable
+
+
+def chunks(ax: Axes) -> list[tuple[slice, slice]]:
+    """(hardware rows, pairs) blocks of at most about CHUNK_CELLS cells each."""
+    H, npairs, P, O, B = ax.shape
+    per_pair = P * O * B
+    if npairs * per_pair <= CHUNK_CELLS:
+        rows = max(1, CHUNK_CELLS // (npairs * per_pair))
+        return [(slice(h, min(h + rows, H)), slice(0, npairs)) for h in range(0, H, rows)]
+    step = max(1, CHUNK_CELLS // per_pair)
+    return [(slice(h, h + 1), slice(p, min(p + step, npairs))) for h in range(H) for p in range(0, npairs, step)]
+
+
+def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectives: dict[str, float],
+                     keep: int) -> Grid:
+    """Every cell of the grid, chunk by chunk; ``keep`` cheapest cells per chunk are handed to the ranking."""
     import numpy as np
 
     r = r or Report("plan")
     m = catalog.model(req.model)
-    hw = _hardware(req, r)
-    H, has_link, n, t, B = _axes(req, hw)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        valid = ((t <= n) & (np.mod(n, t) == 0) & (np.mod(m.n_heads, t) == 0) & ((t == 1) | has_link)
-                 & (n / t <= m.n_layers))
-        pp = np.maximum(n / t, 1.0)
-        shards = sv.kv_shards(t, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
-        # a TP group beyond the scale-up domain all-reduces over the scale-out network
-        link = sv.tp_link_bytes_per_s(t, scale_up_domain=H["domain"], link_bytes_per_s_per_direction=H["link"],
-                                      scale_out_bytes_per_s_per_gpu=_scale_out(req))
-        b_kv = bytes_per_value(req.kv_precision, "kv_precision")
-        kv_tok = m.kv_bytes_per_token(b_kv)
-        ctx_max = req.prompt + req.output
-        prefix = min(req.cached_prefix, req.prompt - 1)
-        W = m.params * H["b_w"]
-        # one sequence's own tokens and the shared prefix, each capped by a sliding window if the model has one
-        kv_gpu = kv_tok * (m.kv_shared_prefix_tokens(prefix, ctx_max) + B * m.kv_held_tokens(ctx_max - prefix)) / (
-            pp * shards)
-        fits = W / n + kv_gpu <= H["mem"] * req.usable
-        rates = op.Rates(**{k[5:]: v for k, v in H.items() if k.startswith("rate_")},
-                         link_bytes_per_s=link * H["allreduce_bus"])
-        shapes = m.layer_shapes(t, kv_bytes_per_value=b_kv, bytes_per_weight=H["b_w"])
-        f = steady_state(req, m, rates=rates, shapes=shapes, t=t, pp=pp, B=B, prefix=prefix)
-        a = _at_load(req, ttft=f["ttft"], tpot=f["tpot"], tps=f["tps"], B=B, n=n)
-        ok = valid & fits & (f["ttft"] <= req.ttft) & (a["tpot_at_load_s"] <= req.tpot)
-        beyond = (t > H["domain"]) & (link < H["link"])  # all-reduces priced at the scale-out bandwidth
-        fleet = a["replicas"] * n * H["price"]
-        # every GPU-hour of the fleet over the output tokens the rate asks for
-        usd_m = costf.usd_per_million_tokens(fleet, tokens_per_s=req.rate * req.output, utilization=1.0)
-    shape = np.broadcast_shapes(valid.shape, B.shape, H["peak"].shape)
-    bc = {k: np.broadcast_to(v, shape) for k, v in {
-        "valid": valid, "fits": fits, "ok": ok, "ttft_s": f["ttft"], "tpot_s": f["tpot"], **a,
-        "fleet_usd_per_hour": fleet, "beyond_scale_up": beyond, "usd_per_million_output_tokens": usd_m, "gpus": n,
-        "tp": t, "pp": pp, "batch": B, "bound_compute": f["compute"] > f["memory"],
-        "bound_comm": f["comm"] > np.maximum(f["memory"], f["compute"])}.items()}
-    bc["hw"] = np.broadcast_to(np.arange(len(hw))[:, None, None, None], shape)
-    return {"arrays": bc, "hardware": hw, "model": m, "configurations": int(np.prod(shape)),
-            "valid_configurations": int(bc["valid"].sum())}
+    ax = axes(req, r, m)
+    ctx = _Context(req, m, ax)
+    shape = ax.shape
+    tpot, ttft, tps = (np.empty(shape) for _ in range(3))
+    status = np.empty(shape, dtype=np.int8)
+    picks, per_workload, front, cut = [], [], select.Front(), math.inf
+    blocks = chunks(ax)
+    for hs, ps in blocks:
+        f = times(ctx.workload(ps), shapes=ctx.shapes(hs, ps), rates=ctx.rates(hs, ps), t=ctx.t[:, ps])
+        part = (hs, ps)
+        tpot[part], ttft[part], tps[part] = f["tpot"], f["ttft"], f["tps"]
+        fits = ctx.fits(hs, ps)
+        meets = fits.copy()
+        for name, figure, bound in (("ttft", "ttft", np.less_equal), ("tpot", "tpot", np.less_equal),
+                                    ("tpot_p99", "tpot", np.less_equal), ("ttft_p99", "ttft", np.less)):
+            if name in objectives:  # a p99 is at least the steady state: a necessary condition here
+                meets &= bound(f[figure], objectives[name])
+        st = fits.astype(np.int8)
+        st += meets
+        st += VALID
+        st *= ctx.valid[hs, ps]
+        status[part] = st
+        offset = _offset(shape, hs, ps)
+        chosen, rest, each = select.cheapest(req, ctx, hs, ps, f, st, keep)
+        picks.append(offset(chosen))
+        per_workload.append(offset(each))
+        cut = min(cut, rest)
+        fit, x, y = select.fitting_xy(f, st, ctx.n[:, ps])
+        front.add(offset(fit), x, y)
+    g = Grid(ax, m, tpot, ttft, tps, status, np.concatenate(picks), front, len(blocks), cut=cut,
+             per_workload=np.concatenate(per_workload))
+    return g
 
 
-def steady_state(req: PlanServeRequest, m: Any, *, rates: Any, shapes: Any, t: Any, pp: Any, B: Any,
-                 prefix: float) -> dict[str, Any]:
-    """TTFT, TPOT and tokens/s of continuous batching at concurrency B, on arrays: the serve calculator's
-    scheduler (formulas.scheduling) on the operator model (formulas.operators)."""
-    new = req.prompt - prefix
-    held = m.kv_held_tokens(req.prompt + req.output / 2.0)
-    window = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=prefix,
-                                              **m.window())) / (4.0 * m.n_layers * m.d_attn) / float(
-        sch.prefill_pairs(new, cached_tokens=prefix))
-    bd = sch.decode_sequences(B, prompt_tokens=req.prompt, output_tokens=req.output, chunk_tokens=req.chunk,
-                              cached_tokens=prefix)
-    c = sch.prefill_tokens_per_step(bd, prompt_tokens=req.prompt, output_tokens=req.output, cached_tokens=prefix)
-    micro = sv.microbatch(bd, pp=pp) / bd
-
-    def step(tokens: Any, pairs: Any, logits: Any) -> dict[str, Any]:
-        return op.step_operators(tokens * micro, kv_tokens=bd * held * micro, prefill_pairs=pairs * window * micro,
-                                 logits=logits * micro, shapes=shapes, rates=rates, tp=t)
-
-    c, q = sch.prompt_steps(c, new_tokens=new, room=req.chunk - bd)
-    mixed = step(bd + c, c / new * sch.prefill_pairs(new, cached_tokens=prefix), bd + c / new)
-    decode = step(bd, 0.0 * bd, bd)
-    tpot = sch.continuous_step_seconds(op.total_seconds(mixed), decode_step_s=op.total_seconds(decode),
-                                       prefill_request_s=0.0, decode_seqs=bd, output_tokens=req.output,
-                                       prompt_share=q)
-    n, tokens, pairs = sch.prefill_chunk_plan(new, room=req.chunk - bd, cached_tokens=prefix)
-    chunk = op.total_seconds(step(bd + tokens, pairs, bd + 1.0 / n))
-    def mean(attr: str, names: tuple[str, ...]) -> Any:  # over the steps: a share q carry prompt tokens
-        return sum(q * getattr(mixed[k], attr) + (1 - q) * getattr(decode[k], attr) for k in names)
-
-    gemm = ("qkv", "attention_out", "mlp", "lm_head", "attention")
-    return {"tpot": tpot, "tps": bd / tpot, "ttft": sch.continuous_ttft_seconds(chunk, n_chunks=n),
-            "memory": mean("memory_s", gemm), "compute": mean("compute_s", gemm),
-            "comm": mean("seconds", ("allreduce",))}
-
-
-def _at_load(req: PlanServeRequest, *, ttft: Any, tpot: Any, tps: Any, B: Any, n: Any) -> dict[str, Any]:
-    """Each configuration at the target rate: the replicas that carry it at the target utilisation."""
-    lam_max = tps / req.output  # requests per second one replica completes at concurrency B, prefills included
-    replicas = cap.replicas_for_rate(req.rate, requests_per_s_per_replica=lam_max, utilization=req.utilization)
-    per_rep = req.rate / replicas
-    return {"tpot_at_load_s": tpot, "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / n, "replicas": replicas,
-            # what each GPU delivers at the target rate
-            "tokens_per_s_per_gpu_at_load": req.rate * req.output / (replicas * n),
-            "replica_utilization": per_rep / lam_max}
-
-
-def _grid_chunk(req: PlanServeRequest) -> dict[str, Any]:
-    """One chunk of the grid (a module-level function, so a process or a dask worker can run it)."""
-    g = evaluate_grid(req)
-    return {"arrays": {k: v.copy() for k, v in g["arrays"].items()}, "hardware": g["hardware"],
-            "configurations": g["configurations"], "valid_configurations": g["valid_configurations"]}
-
-
-def evaluate(req: PlanServeRequest, r: Report) -> dict[str, Any]:
-    """The grid, in this process or split by GPU type over an executor and joined on the hardware axis."""
+def _offset(shape: tuple[int, ...], hs: slice, ps: slice) -> Any:
+    """Chunk-local flat indices -> the grid's flat indices."""
     import numpy as np
 
-    from napkin.plan.executors import get_executor
+    sub = (hs.stop - hs.start, ps.stop - ps.start) + shape[2:]
 
-    ex = get_executor(req.executor, address=req.scheduler, workers=req.workers)
-    if ex is None:
-        return evaluate_grid(req, r)
-    _hardware(req, r)  # the price assumptions and notes, once, in this report
-    try:
-        prices = _prices(req)
-        futures = [ex.submit(_grid_chunk, msgspec.structs.replace(
-            req, gpu=[name], executor="none",
-            price={k: v for k, v in prices.items() if k == catalog.gpu(name).key}))
-            for name in dict.fromkeys(req.gpu)]
-        parts = ex.gather(futures)
-    finally:
-        ex.close()
-    hw: list[dict] = []
-    arrays: dict[str, list] = {}
-    for part in parts:
-        offset = len(hw)
-        hw += part["hardware"]
-        for k, v in part["arrays"].items():
-            arrays.setdefault(k, []).append(v + offset if k == "hw" else v)
-    r.note(f"evaluated in {len(parts)} chunks on the {req.executor} executor")
-    return {"arrays": {k: np.concatenate(v, axis=0) for k, v in arrays.items()}, "hardware": hw,
-            "model": catalog.model(req.model), "configurations": sum(p["configurations"] for p in parts),
-            "valid_configurations": sum(p["valid_configurations"] for p in parts)}
+    def to_grid(local: Any) -> Any:
+        if sub[1] == shape[1]:
+            return local + hs.start * int(np.prod(shape[1:]))
+        idx = list(np.unravel_index(local, sub))
+        idx[0] = idx[0] + hs.start
+        idx[1] = idx[1] + ps.start
+        return np.ravel_multi_index(tuple(idx), shape)
+
+    return to_grid

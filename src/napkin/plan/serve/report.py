@@ -1,9 +1,8 @@
-"""The plan's report: the ranking at the target load, the Pareto front at capacity, the shared
-assumptions and the model's simplifications."""
+"""The plan's report: the ranking (at the target load, or at each configuration's highest rate),
+the Pareto front at capacity, the shared assumptions and the model's simplifications."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from napkin import units
@@ -12,8 +11,11 @@ from napkin.calculators.steps import kv_window_note
 from napkin.derivation import Report
 from napkin.errors import InputError
 
-from .grid import evaluate
-from .request import PlanServeRequest, _scale_out
+from . import grid as gr
+from . import confirm, select, tail
+from .evaluate import evaluate
+from .request import PlanServeRequest, _scale_out, objectives
+from .rows import Points, bounds, cells, row
 
 SIMPLIFICATIONS = (
     "no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, "
@@ -22,125 +24,188 @@ SIMPLIFICATIONS = (
     "one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed",
 )
 
+TAIL_SIMPLIFICATIONS = (
+    "the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only "
+    "the configurations listed with sim columns ran through the load simulation; both model continuous batching "
+    "with the same operator steps",
+) + SIMPLIFICATIONS[1:]
 
-def _row(a: dict, hw: list[dict], i: tuple, *, at_load: bool = True) -> dict:
-    """One configuration's figures at one operating point, the same for every column: at the target
-    load (the ranking: TPOT with the prefill pauses of the requests each replica takes, tokens/s per
-    GPU what each GPU delivers) or at capacity (the Pareto front: a full batch decoding, no prefills,
-    so tokens/s per GPU = batch / TPOT / GPUs)."""
-    h = hw[int(a["hw"][i])]
-    tpot = float(a["tpot_at_load_s"][i] if at_load else a["tpot_s"][i])
-    per_gpu = float(a["tokens_per_s_per_gpu_at_load"][i] if at_load else a["tokens_per_s_per_gpu"][i])
-    bound = "communication" if a["bound_comm"][i] else ("compute" if a["bound_compute"][i] else "bandwidth")
-    usd = float(a["usd_per_million_output_tokens"][i])
-    return {"gpu": h["key"], "precision": h["precision"], "gpus": int(a["gpus"][i]), "tp": int(a["tp"][i]),
-            "pp": int(a["pp"][i]), "batch": int(a["batch"][i]), "replicas": int(a["replicas"][i]),
-            "total_gpus": int(a["replicas"][i] * a["gpus"][i]),
-            "ttft_s": float(a["ttft_s"][i]), "tpot_s": tpot, "tokens_per_s_per_gpu": per_gpu,
-            "tokens_per_s_per_user": 1.0 / tpot, "operating_point": "target load" if at_load else "capacity",
-            "tp_beyond_scale_up": bool(a["beyond_scale_up"][i]),
-            "fleet_usd_per_hour": float(a["fleet_usd_per_hour"][i]) if not math.isnan(usd) else None,
-            "usd_per_million_output_tokens": usd if not math.isnan(usd) else None, "bound": bound}
+LABELS = {"ttft": "TTFT", "tpot": "TPOT", "ttft_p99": "TTFT p99", "tpot_p99": "TPOT p99"}
 
 
-def pareto_front(x: Any, y: Any) -> Any:
-    """Indices of the points no other point beats on both x and y (larger is better), by x descending.
-
-    Trap: ranking by one axis: the best tokens/s per GPU serves each user slowly, and the
-    reverse; the front is the set of honest choices.
-    Source: the throughput-interactivity curves of serving benchmarks (e.g. MLPerf, InferenceMAX).
-    """
-    import numpy as np
-
-    order = np.lexsort((-y, -x))
-    ys = y[order]
-    best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
-    return order[ys > best_before]
+def describe(obj: dict[str, float]) -> str:
+    """The objectives as the title states them: 'TTFT <= 500 ms, TPOT p99 <= 50 ms'."""
+    return ", ".join(f"{LABELS[k]} <= {units.format(v, 'seconds')}" for k, v in obj.items())
 
 
 def run_plan_serve(req: PlanServeRequest) -> Report:
     r = Report("Plan serve", command="plan serve")
-    if req.cached_prefix >= req.prompt:
-        raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({req.prompt:g} tokens)")
-    g = evaluate(req, r)
-    a, hw, m = g["arrays"], g["hardware"], g["model"]
-    kv_window_note(r, m, req.prompt + req.output)  # KV bytes above are capped by any sliding window
-    if m.max_context and req.prompt + req.output > m.max_context:
-        r.warn("context-too-long", f"{req.prompt:,.0f} prompt + {req.output:,.0f} output tokens exceed {m.name}'s "
-                                   f"{m.max_context:,}-token context window; the plan below is what it would cost "
-                                   "if it did not")
-    r.title = (f"Plan serve {m.name}: {req.rate:g} requests/s, TTFT <= {units.format(req.ttft, 'seconds')}, "
-               f"TPOT <= {units.format(req.tpot, 'seconds')}")
+    low = min(req.prompt) if isinstance(req.prompt, list) else req.prompt
+    if req.cached_prefix >= low:
+        raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({low:g} tokens)")
+    obj = objectives(req)
+    p99 = "ttft_p99" in obj or "tpot_p99" in obj
+    g = evaluate(req, r, objectives=obj, keep=tail.SCREEN_PER_CHUNK if p99 else req.top)
+    ax, m = g.axes, g.model
+    longest = float(ax.prompt.max() + ax.output.max())
+    kv_window_note(r, m, longest)  # KV bytes above are capped by any sliding window
+    if m.max_context and longest > m.max_context:
+        r.warn("context-too-long", f"{ax.prompt.max():,.0f} prompt + {ax.output.max():,.0f} output tokens exceed "
+                                   f"{m.name}'s {m.max_context:,}-token context window; the plan below is what it "
+                                   "would cost if it did not")
+    rate = f"{req.rate:g} requests/s" if req.rate is not None else "the highest rate per replica"
+    r.title = f"Plan serve {m.name}: {rate}, {describe(obj)}"
     r.set("model", m.name)
-    r.set("configurations", g["configurations"], "count")
-    r.set("valid_configurations", g["valid_configurations"], "count")
-    r.set("fitting_configurations", int((a["valid"] & a["fits"]).sum()), "count")
-    r.set("meeting_slo", int(a["ok"].sum()), "count")
-    ranking(r, req, a, hw, m)
-    pareto(r, a, hw)
-    assumptions(r, req, a, hw)
+    r.set("configurations", g.counts["configurations"], "count")
+    r.set("valid_configurations", g.counts["valid"], "count")
+    r.set("fitting_configurations", g.counts["fitting"], "count")
+    if p99:
+        tail_ranking(r, req, g, obj)
+    else:
+        r.set("meeting_slo", g.counts["meeting"], "count")
+        ranking(r, req, g, obj)
+    pareto(r, req, g)
+    assumptions(r, req, g)
     return r
 
 
-def ranking(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[dict], m: Any) -> None:
-    """The configurations that meet both objectives, cheapest first, and the best of them; else why none does."""
+def several(g: gr.Grid) -> bool:
+    """Whether prompt or output length is an axis of the grid (the rows then say which)."""
+    return len(g.axes.prompt) > 1 or len(g.axes.output) > 1
+
+
+def ranked(req: PlanServeRequest, g: gr.Grid, flat: Any, top: int, **extra: Any) -> tuple[dict[str, Any], Any]:
+    """The cells' figures and the order of the ``top`` cheapest of them."""
+    c = cells(req, g, flat)
+    c.update(extra)
+    order = select.rank({"usd": c["usd"], "total_gpus": c["replicas"] * c["gpus"], "tpot": c["tpot"]}, c["flat"], top)
+    return c, order
+
+
+def rows_of(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any], order: Any, *, at_load: bool = True) -> list[dict]:
     import numpy as np
 
-    rows = [_row(a, hw, tuple(i)) for i in np.argwhere(a["ok"])]
-    rows.sort(key=lambda x: (x["usd_per_million_output_tokens"] is None, x["usd_per_million_output_tokens"] or 0.0,
-                             x["total_gpus"], x["tpot_s"]))
-    r.set("ranking", rows[: req.top])
+    sub = {k: (v[order] if isinstance(v, np.ndarray) and v.shape == c["flat"].shape else v) for k, v in c.items()}
+    return [row(g, sub, i, b, at_load=at_load, axes=several(g)) for i, b in enumerate(bounds(req, g, sub))]
+
+
+def ranking(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float]) -> None:
+    """The configurations that meet the objectives, cheapest first, and the best of them; else why none does."""
+    c, order = ranked(req, g, g.picks, req.top)
+    rows = rows_of(req, g, c, order)
+    if req.rate is None:
+        for x, i in zip(rows, order):
+            x["requests_per_s_per_replica"] = float(c["per_replica"][i])
+    r.set("ranking", rows)
     if not rows:
-        fit = a["valid"] & a["fits"]
-        if not fit.any():
-            r.warn("nothing-fits", f"no configuration holds {m.name} within {req.max_gpus} GPUs per replica: "
-                                   "raise --max-gpus or lower the precision")
-        else:
-            sec = lambda x: units.format(float(x), "seconds")  # noqa: E731
-            r.warn("no-config-meets-slo", f"nothing meets TTFT <= {sec(req.ttft)} and TPOT <= {sec(req.tpot)}; the "
-                                          f"fastest TPOT that fits is {sec(a['tpot_s'][fit].min())} "
-                                          f"and the fastest TTFT {sec(a['ttft_s'][fit].min())}")
+        nothing(r, req, g, obj)
         return
-    r.note(f"ranking: each row at the target load ({req.rate:g} requests/s): tok/s/GPU = rate · output / "
-           "total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt "
-           "chunks of the requests that replace finished ones (the replica at capacity: an upper bound)")
-    best = rows[0]
-    r.set("best", f"{best['replicas']} x {best['gpus']} {best['gpu']} ({best['precision']}, TP {best['tp']}"
-                  + (f", PP {best['pp']}" if best["pp"] > 1 else "") + f", batch {best['batch']})")
-    r.set("best_total_gpus", best["total_gpus"], "count")
-    if best["usd_per_million_output_tokens"] is not None:
-        r.set("best_fleet_usd_per_hour", best["fleet_usd_per_hour"], "usd_per_hour")
-        r.set("best_usd_per_million_output_tokens", best["usd_per_million_output_tokens"], "usd_per_million")
-    r.set("best_ttft_s", best["ttft_s"], "seconds")
-    r.set("best_tpot_s", best["tpot_s"], "seconds")
-    if best["tp_beyond_scale_up"]:
-        domain = next(h["domain"] for h in hw if h["key"] == best["gpu"])
-        r.note(f"the best configuration's TP {best['tp']} spans more than the {domain:g} GPUs of one scale-up "
+    if several(g):
+        r.set("best_per_workload", per_workload(req, g))
+    if req.rate is not None:
+        r.note(f"ranking: each row at the target load ({req.rate:g} requests/s): tok/s/GPU = rate · output / "
+               "total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt "
+               "chunks of the requests that replace finished ones (the replica at capacity: an upper bound)")
+    else:
+        r.note(f"ranking: each row is one replica at its highest rate within the objectives: "
+               f"{req.utilization:.0%} of its steady-state capacity (the utilisation target; raise --utilization to "
+               "load it more); $/M = the replica's hour over the tokens it serves at that rate")
+    best(r, req, g, rows[0])
+
+
+def tail_ranking(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float]) -> None:
+    """The ranking under p99 objectives: screened on the grid, simulated cheapest first (confirm.py)."""
+    rows = confirm.plan(r, req, g, obj, axes=several(g))
+    r.set("ranking", rows)
+    if not rows:
+        nothing(r, req, g, obj)
+        return
+    sims = [x for x in rows if x["simulated_ttft_p99_s"] is not None]
+    r.note(f"p99 objectives: each configuration at the highest rate per replica (within {req.utilization:.0%} of its "
+           "capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every "
+           "slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a "
+           "prompt step + the chunked prefill + the prompts that arrive with it; "
+           + (f"the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same "
+              f"inputs; sim columns): {len(sims)} meet the objectives there" if req.confirm else
+              "none simulated (--confirm 0)"))
+    if req.confirm and not sims:
+        r.warn("not-simulated", "no configuration the screen passed was confirmed by the simulation within its "
+                                f"{confirm.MAX_SIMULATIONS} runs: the rows are the screen's alone")
+    b = sims[0] if sims else rows[0]
+    best(r, req, g, b)
+    r.set("best_ttft_p99_s", b["simulated_ttft_p99_s"] if b in sims else b["ttft_p99_s"], "seconds")
+    r.set("best_tpot_p99_s", b["simulated_tpot_p99_s"] if b in sims else b["tpot_p99_s"], "seconds")
+
+
+def per_workload(req: PlanServeRequest, g: gr.Grid) -> list[dict]:
+    """The cheapest configuration for each (prompt, output) pair of the grid, in the grid's order."""
+    import numpy as np
+
+    c, order = ranked(req, g, g.per_workload, len(g.per_workload))
+    _, _, i, j, _ = np.unravel_index(c["flat"][order], g.axes.shape)
+    pair = i * len(g.axes.output) + j
+    _, first = np.unique(pair, return_index=True)  # by pair: the first (cheapest) row of each
+    firsts = order[first]
+    rows = rows_of(req, g, c, firsts)
+    if req.rate is None:
+        for x, k in zip(rows, firsts):
+            x["requests_per_s_per_replica"] = float(c["per_replica"][k])
+    return rows
+
+
+def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
+    where = f", prompt {b['prompt']:,.0f}, output {b['output']:,.0f}" if "prompt" in b else ""
+    r.set("best", f"{b['replicas']} x {b['gpus']} {b['gpu']} ({b['precision']}, TP {b['tp']}"
+                  + (f", PP {b['pp']}" if b["pp"] > 1 else "") + f", batch {b['batch']}{where})")
+    r.set("best_total_gpus", b["total_gpus"], "count")
+    if "requests_per_s_per_replica" in b:
+        r.set("best_requests_per_s_per_replica", b["requests_per_s_per_replica"], "per_s")
+    if b["usd_per_million_output_tokens"] is not None:
+        r.set("best_fleet_usd_per_hour", b["fleet_usd_per_hour"], "usd_per_hour")
+        r.set("best_usd_per_million_output_tokens", b["usd_per_million_output_tokens"], "usd_per_million")
+    r.set("best_ttft_s", b["ttft_s"], "seconds")
+    if "tpot_s" in b:
+        r.set("best_tpot_s", b["tpot_s"], "seconds")
+    if b["tp_beyond_scale_up"]:
+        domain = next(h["domain"] for h in g.axes.hw if h["key"] == b["gpu"])
+        r.note(f"the best configuration's TP {b['tp']} spans more than the {domain:g} GPUs of one scale-up "
                f"domain: its all-reduces are priced at the scale-out bandwidth, "
                f"{units.format(_scale_out(req), 'bytes_per_s')} per GPU")
 
 
-def pareto(r: Report, a: dict[str, Any], hw: list[dict]) -> None:
-    """The Pareto front over everything that fits (objectives aside): tokens/s per GPU against per user."""
-    import numpy as np
-
-    fit_idx = np.argwhere(a["valid"] & a["fits"])
-    if not len(fit_idx):
+def nothing(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float]) -> None:
+    """Why no configuration meets the objectives: none fits, or the fastest that fit are too slow."""
+    fit = g.status >= gr.FITS
+    if not fit.any():
+        r.warn("nothing-fits", f"no configuration holds {g.model.name} within {req.max_gpus} GPUs per replica: "
+                               "raise --max-gpus or lower the precision")
         return
-    x = 1.0 / a["tpot_s"][tuple(fit_idx.T)]
-    y = a["tokens_per_s_per_gpu"][tuple(fit_idx.T)]
-    r.set("pareto_front", [_row(a, hw, tuple(fit_idx[j]), at_load=False) for j in pareto_front(x, y)])
-    r.set("pareto_points", [{"gpu": hw[int(a["hw"][tuple(i)])]["key"], "tokens_per_s_per_user": float(xv),
-                             "tokens_per_s_per_gpu": float(yv)} for i, xv, yv in zip(fit_idx, x, y)])
+    sec = lambda x: units.format(float(x), "seconds")  # noqa: E731
+    goals = " and ".join(f"{LABELS[k]} <= {sec(v)}" for k, v in obj.items())
+    r.warn("no-config-meets-slo", f"nothing meets {goals}; the fastest TPOT that fits is {sec(g.tpot[fit].min())} "
+                                  f"and the fastest TTFT {sec(g.ttft[fit].min())}")
+
+
+def pareto(r: Report, req: PlanServeRequest, g: gr.Grid) -> None:
+    """The Pareto front over everything that fits (objectives aside): tokens/s per GPU against per user."""
+    if not g.counts["fitting"]:
+        return
+    c = cells(req, g, g.front.flat)
+    keep = select.pareto_front(g.front.x, g.front.y)  # the front's own order: tokens/s per user descending
+    r.set("pareto_front", rows_of(req, g, c, keep, at_load=False))
+    r.set("pareto_points", Points(g))
     r.note("Pareto front: every column at capacity, each replica in the steady state of its batch, prompts "
            "included: tok/s/GPU = decoding sequences / TPOT / GPUs")
 
 
-def assumptions(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[dict]) -> None:
+def assumptions(r: Report, req: PlanServeRequest, g: gr.Grid) -> None:
     """The assumptions every configuration shares, and the model's simplifications."""
-    far = a["valid"] & a["beyond_scale_up"]
-    if far.any():
-        domains = ", ".join(sorted({f"{hw[int(k)]['key']} {hw[int(k)]['domain']:g}" for k in a["hw"][far]}))
+    hw = g.axes.hw
+    # a valid TP group beyond a GPU's scale-up domain, whose all-reduces then run at the scale-out bandwidth
+    far = [i for i, h in enumerate(hw) for _, t in g.axes.pairs
+           if t > h["domain"] and h["has_link"] and _scale_out(req) < h["link"]]
+    if far:
+        domains = ", ".join(sorted({f"{hw[i]['key']} {hw[i]['domain']:g}" for i in far}))
         where = f"per GPU, one direction, for TP groups beyond the scale-up domain ({domains} GPUs)"
         if req.scale_out_bandwidth is None:
             resolve.assume_default(r, "scale_out_bandwidth", "scale_out_bytes_per_s_per_gpu", unit="bytes_per_s",
@@ -156,5 +221,6 @@ def assumptions(r: Report, req: PlanServeRequest, a: dict[str, Any], hw: list[di
                    "fitted to published serving runs")
         else:
             r.assume(name, value, "given, applied to every GPU", unit="fraction", basis="given")
-    for text in SIMPLIFICATIONS:
+    p99 = "ttft_p99" in objectives(req) or "tpot_p99" in objectives(req)
+    for text in (TAIL_SIMPLIFICATIONS if p99 else SIMPLIFICATIONS):
         r.note("simplification: " + text)

@@ -14,14 +14,26 @@ S = msgspec.Struct
 
 DEFAULT_GPUS = ["h100-sxm", "h200", "b200", "mi300x"]
 DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+DEFAULT_TTFT_S = 0.5  # the mean objectives when neither a mean nor a p99 objective is given
+DEFAULT_TPOT_S = 0.05
 _SCALE_OUT = units.format(catalog.default_value("scale_out_bytes_per_s_per_gpu"), "bytes_per_s")
 class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str, field("name", "catalog model or path to a Hugging Face config.json")]
-    rate: Annotated[float, field("per_s", "requests per second to serve", gt=0)]
-    prompt: Annotated[float, field("count", "prompt tokens per request", gt=0)] = 1000.0
-    output: Annotated[float, field("count", "output tokens per request", ge=1)] = 300.0
-    ttft: Annotated[float, field("seconds", "time-to-first-token objective", gt=0)] = 0.5
-    tpot: Annotated[float, field("seconds", "time-per-output-token objective", gt=0)] = 0.05
+    rate: Annotated[float | None, field("per_s", "requests per second to serve (none: find each configuration's "
+                                                 "highest rate within the objectives and rank by $/M at it)",
+                                        gt=0)] = None
+    prompt: Annotated[list[float], field("count", "prompt tokens per request (a list is a grid axis)", gt=0)] = (
+        msgspec.field(default_factory=lambda: [1000.0]))
+    output: Annotated[list[float], field("count", "output tokens per request (a list is a grid axis)", ge=1)] = (
+        msgspec.field(default_factory=lambda: [300.0]))
+    ttft: Annotated[float | None, field("seconds", "mean time-to-first-token objective, no queue (default "
+                                                   f"{units.format(DEFAULT_TTFT_S, 'seconds')} unless --ttft-p99 is given)", gt=0)] = None
+    tpot: Annotated[float | None, field("seconds", "mean time-per-output-token objective, every slot busy (default "
+                                                   f"{units.format(DEFAULT_TPOT_S, 'seconds')} unless --tpot-p99 is given)", gt=0)] = None
+    ttft_p99: Annotated[float | None, field("seconds", "99th-percentile TTFT objective under Poisson arrivals "
+                                                       "(queue for a slot included)", gt=0)] = None
+    tpot_p99: Annotated[float | None, field("seconds", "99th-percentile TPOT objective under Poisson arrivals",
+                                            gt=0)] = None
     gpu: Annotated[list[str], field("name", "accelerators to consider")] = msgspec.field(
         default_factory=lambda: list(DEFAULT_GPUS))
     price: Annotated[dict[str, float], field("usd_per_hour", "price per GPU-hour by GPU (default: the catalog's)",
@@ -50,6 +62,8 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = (
         catalog.default_value("serve_usable_memory_fraction"))
     top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
+    confirm: Annotated[int, field("int", "configurations the load simulation confirms under p99 objectives "
+                                         "(`napkin serve --rate` on each, cheapest first)", ge=0, le=20)] = 3
     executor: Annotated[str, field("choice", "evaluate in this process, a local pool, or dask.distributed "
                                              "(one chunk per GPU type)", choices=("none", "local", "dask"),
                                    cli_only=True)] = "none"
@@ -64,3 +78,21 @@ def _scale_out(req: PlanServeRequest) -> float:
     if req.scale_out_bandwidth is not None:
         return req.scale_out_bandwidth
     return catalog.default_value("scale_out_bytes_per_s_per_gpu")
+
+
+def objectives(req: PlanServeRequest) -> dict[str, float]:
+    """The objectives that apply: {ttft, tpot, ttft_p99, tpot_p99} (seconds), those given or defaulted.
+
+    A mean objective not given defaults (500 ms TTFT, 50 ms TPOT) unless a p99 objective on the same
+    figure is given: `--tpot-p99 80ms` alone must not be held to a 50 ms mean.
+    """
+    out = {}
+    for name, p99, default in (("ttft", req.ttft_p99, DEFAULT_TTFT_S), ("tpot", req.tpot_p99, DEFAULT_TPOT_S)):
+        mean = getattr(req, name)
+        if mean is None and p99 is None:
+            mean = default
+        if mean is not None:
+            out[name] = mean
+        if p99 is not None:
+            out[name + "_p99"] = p99
+    return out

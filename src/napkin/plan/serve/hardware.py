@@ -1,0 +1,98 @@
+"""The hardware axis of the grid: one row per (GPU, precision) with its peak, bandwidth, link,
+price and the operator model's rates (resolved once per row, in the shared layer)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from napkin import catalog
+from napkin.calculators import replica as rep
+from napkin.calculators import resolve
+from napkin.derivation import Report
+from napkin.errors import InputError
+from napkin.hardware import bytes_per_value
+
+from .request import PlanServeRequest
+
+# the hardware columns the grid broadcasts (besides the operator model's rates, "rate_*")
+COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus")
+
+
+def prices(req: PlanServeRequest) -> dict[str, float]:
+    """--price by catalog key; a key naming a GPU not searched, or one GPU twice (through an alias), is an error."""
+    searched = {catalog.gpu(name).key: name for name in req.gpu}
+    out: dict[str, float] = {}
+    given: dict[str, str] = {}
+    for k, v in req.price.items():
+        g = catalog.gpu(k, "price")
+        pair = f"{k}={v:g}"
+        if g.key in out:
+            raise InputError("price", pair, f"has the {g.name} twice (also as {given[g.key]})",
+                             f"give one price for {g.key}")
+        if g.key not in searched:
+            raise InputError("price", pair, f"is for the {g.name}, which is not among the GPUs searched "
+                                            f"({', '.join(searched)})",
+                             f"add {g.key} to --gpu or drop its price")
+        out[g.key] = v
+        given[g.key] = pair
+    return out
+
+
+def hardware_rows(req: PlanServeRequest, r: Report) -> list[dict]:
+    """One row per (GPU, precision) with its peak, bandwidth, link, price and the operator model's rates."""
+    priced = prices(req)
+    given = rep.Given(gemm=req.gemm_efficiency, bandwidth=req.bandwidth_efficiency,
+                      allreduce_latency_s=req.allreduce_latency)
+    rows = []
+    for name in req.gpu:
+        g = catalog.gpu(name)
+        price = priced.get(g.key)
+        if price is None:
+            listed = catalog.gpu_hour_price(g.key)
+            if listed is not None:
+                price = listed.usd_per_gpu_hour
+                # basis "reference": a dated list price stood in for the user's, so the footer's assumed: line shows it
+                r.assume(f"price[{g.key}]", price, f"catalog list price of {listed.date}: pass --price "
+                                                   f"{g.key}=X for yours", unit="usd_per_hour", basis="reference",
+                         source=listed.source)
+            else:
+                r.note(f"no price for the {g.name}: its configurations are listed by throughput but not ranked by cost")
+        for p in req.precision:
+            cp = resolve.compute_precision(g, p)
+            if cp is None:
+                r.note(f"the {g.name} has no compute path for {p} weights: skipped")
+                continue
+            link = g.link_bytes_per_s_per_direction
+            e = rep.efficiencies(g, cp, given=given)
+            rates = rep.rates(g, e, compute_precision=cp)
+            rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
+                         "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": rep.memory_capacity_bytes(g),
+                         "link": link if link else math.inf, "has_link": link is not None,
+                         "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus,
+                         "b_w": bytes_per_value(p), "price": price if price is not None else math.nan,
+                         **{f"rate_{k}": v for k, v in rates._asdict().items() if k != "link_bytes_per_s"}})
+    if not rows:
+        raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
+    return rows
+
+
+def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
+    """The hardware columns as arrays of shape (hardware, 1, ..., 1): ``ndim`` axes in all. A rate every
+    row shares (the fitted fixed costs, the GEMM shape curve) is a plain number, so the operators'
+    terms that depend on nothing else stay off the grid's full shape."""
+    import numpy as np
+
+    keys = list(COLUMNS) + [k for k in hw[0] if k.startswith("rate_")]
+    shape = (len(hw),) + (1,) * (ndim - 1)
+    out: dict[str, Any] = {}
+    for k in keys:
+        values = [float(h[k]) for h in hw]
+        shared = k.startswith("rate_") and len(set(values)) == 1
+        out[k] = values[0] if shared else np.array(values, dtype=float).reshape(shape)
+    return out
+
+
+def rows_of(v: Any, rows: Any) -> Any:
+    """A hardware column at some rows (a shared rate is the same number at every row)."""
+    return v[rows] if hasattr(v, "shape") else v

@@ -1,0 +1,211 @@
+"""Choosing cells with array operations: each chunk's cheapest cells (argpartition) and Pareto
+candidates (pruned by dominance), merged into the ranking (lexsort) and the front."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from napkin.formulas import capacity as cap
+from napkin.formulas import cost as costf
+
+from .request import PlanServeRequest
+
+FITS, MEETS = 2, 3  # the grid's status codes (grid.FITS, grid.MEETS)
+
+
+def cost(req: PlanServeRequest, *, tps: Any, n: Any, price: Any, output: Any,
+         requests_per_s_per_replica: Any = None) -> dict[str, Any]:
+    """Replicas, fleet $/h and $/M output of each cell.
+
+    With a rate: the fewest replicas that carry it, each at most at the target utilisation of its
+    capacity (or at the rate given per replica), and the fleet's hour over the rate's tokens.
+    Without: one replica at its rate (default: the target utilisation of its capacity), so $/M is the
+    replica's hour over the tokens it serves at that rate.
+    """
+    import numpy as np
+
+    lam_max = tps / output  # requests per second one replica completes at concurrency B, prefills included
+    if req.rate is not None:
+        if requests_per_s_per_replica is None:
+            replicas = cap.replicas_for_rate(req.rate, requests_per_s_per_replica=lam_max,
+                                             utilization=req.utilization)
+        else:
+            replicas = cap.replicas_for_rate(req.rate, requests_per_s_per_replica=requests_per_s_per_replica,
+                                             utilization=1.0)
+        replicas = np.maximum(replicas, 1.0)  # a vanishing rate still needs one replica
+        fleet = replicas * n * price
+        # every GPU-hour of the fleet over the output tokens the rate asks for
+        usd = costf.usd_per_million_tokens(fleet, tokens_per_s=req.rate * output, utilization=1.0)
+        per_replica = req.rate / replicas
+        per_gpu = req.rate * output / (replicas * n)  # what each GPU delivers at the target rate
+    else:
+        replicas = 1.0 + 0.0 * lam_max
+        fleet = n * price
+        if requests_per_s_per_replica is None:
+            usd = costf.usd_per_million_tokens(fleet, tokens_per_s=tps, utilization=req.utilization)
+            per_replica = req.utilization * lam_max
+        else:
+            per_replica = requests_per_s_per_replica
+            usd = costf.usd_per_million_tokens(fleet, tokens_per_s=per_replica * output, utilization=1.0)
+        per_gpu = per_replica * output / n
+    return {"replicas": replicas, "fleet": fleet, "usd": usd, "lam_max": lam_max, "per_replica": per_replica,
+            "per_gpu": per_gpu, "utilization": per_replica / lam_max}
+
+
+def _flat(a: Any, shape: tuple[int, ...]) -> Any:
+    import numpy as np
+
+    return np.broadcast_to(a, shape).reshape(-1)
+
+
+class Gather:
+    """Values of broadcastable arrays at flat indices of a shape, without materialising the broadcast."""
+
+    def __init__(self, flat: Any, shape: tuple[int, ...]):
+        import numpy as np
+
+        self.flat, self.shape = flat, shape
+        self.index = np.unravel_index(flat, shape)
+
+    def __call__(self, a: Any) -> Any:
+        import numpy as np
+
+        a = np.asarray(a)
+        if a.shape == self.shape:
+            return a.reshape(-1)[self.flat]
+        lead = len(self.shape) - a.ndim
+        return a[tuple(i if a.shape[d - lead] > 1 else 0 for d, i in enumerate(self.index) if d >= lead)]
+
+
+def cheapest(req: PlanServeRequest, ctx: Any, hs: slice, ps: slice, f: dict[str, Any], st: Any, keep: int) -> Any:
+    """Chunk-local flat indices of the ``keep`` cells that meet the objectives first in the ranking's order
+    ($/M, total GPUs, TPOT, then grid order): successive np.partition on each key, no sort; and the lowest
+    $/M of the cells left out (inf if none)."""
+    import numpy as np
+
+    idx = np.flatnonzero(st.reshape(-1) == MEETS)
+    workloads = st.shape[2] * st.shape[3] > 1
+    if len(idx) <= keep:
+        return idx, np.inf, idx if workloads else idx[:0]
+    at = Gather(idx, st.shape)
+    n = at(ctx.n[:, ps])
+    c = cost(req, tps=at(f["tps"]), n=n, price=at(ctx.H["price"][hs]), output=at(ctx.ax.values()[1]))
+    usd = c["usd"]
+    price = np.where(np.isnan(usd), np.inf, usd)
+    keys = (lambda: price, lambda: c["replicas"] * n, lambda: at(f["tpot"]))
+    chosen = first(keys, len(idx), keep)
+    left = np.ones(len(idx), dtype=bool)
+    left[chosen] = False
+    return idx[chosen], float(price[left].min()) if left.any() else np.inf, (
+        cheapest_per_workload(idx, price, at, st.shape) if workloads else idx[:0])
+
+
+def cheapest_per_workload(idx: Any, price: Any, at: Gather, shape: tuple[int, ...]) -> Any:
+    """The cells at the lowest $/M of each (prompt, output) pair: every candidate for that pair's best."""
+    import numpy as np
+
+    group = at.index[2] * shape[3] + at.index[3]
+    low = np.full(shape[2] * shape[3], np.inf)
+    np.minimum.at(low, group, price)
+    return idx[price == low[group]]
+
+
+def first(keys: tuple, size: int, keep: int) -> Any:
+    """Positions of the ``keep`` smallest of ``size`` entries by the keys in turn (each a callable giving an
+    array), ties after the last key by position: exact, with one partition per key."""
+    import numpy as np
+
+    chosen = []
+    cand = np.arange(size)
+    for key in keys:
+        if len(cand) <= keep:
+            break
+        v = key()[cand]
+        kth = np.partition(v, keep - 1)[keep - 1]
+        below = cand[v < kth]
+        chosen.append(below)
+        keep -= len(below)
+        cand = cand[v == kth]
+    chosen.append(cand[:keep])
+    return np.sort(np.concatenate(chosen))
+
+
+class Front:
+    """The exact Pareto front (tokens/s per user x, per GPU y) of every cell added so far.
+
+    Each chunk's cells are first tested against a staircase of real points (the front so far and the
+    front of every 31st cell of the chunk): a cell below it is strictly dominated, so it is on no front
+    and dropping it changes no other cell's verdict; the few left are merged by an exact sort.
+    """
+
+    STRIDE = 31  # the chunk's sample that seeds the staircase
+    BUCKETS = 4096  # resolution of the staircase along x (coarser only keeps more cells: never a wrong drop)
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.flat, self.x, self.y = np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
+
+    def add(self, flat: Any, x: Any, y: Any) -> None:
+        import numpy as np
+
+        if not len(flat):
+            return
+        sample = slice(None, None, self.STRIDE)
+        seed = pareto_front(x[sample], y[sample])
+        px, py = np.concatenate((self.x, x[sample][seed])), np.concatenate((self.y, y[sample][seed]))
+        keep = ~self._below(x, y, px, py)
+        self.merge(flat[keep], x[keep], y[keep])
+
+    def _below(self, x: Any, y: Any, px: Any, py: Any) -> Any:
+        """Whether some staircase point has a larger x (a higher bucket) and at least the same y."""
+        import numpy as np
+
+        lo, hi = float(x.min()), float(x.max())
+        scale = (self.BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
+        top = np.full(self.BUCKETS + 1, -np.inf)
+        np.maximum.at(top, np.clip(((px - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1), py)
+        above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the buckets above each one
+        return above[((x - lo) * scale).astype(np.int64)] >= y
+
+    def merge(self, flat: Any, x: Any, y: Any) -> None:
+        import numpy as np
+
+        f, xs, ys = (np.concatenate(v) for v in ((self.flat, flat), (self.x, x), (self.y, y)))
+        order = np.argsort(f, kind="stable")  # grid order, which the front's ties keep
+        f, xs, ys = f[order], xs[order], ys[order]
+        keep = np.sort(pareto_front(xs, ys))
+        self.flat, self.x, self.y = f[keep], xs[keep], ys[keep]
+
+
+def fitting_xy(f: dict[str, Any], st: Any, n: Any) -> tuple[Any, Any, Any]:
+    """Chunk-local flat indices of the cells that fit, and their tokens/s per user and per GPU."""
+    import numpy as np
+
+    fit = np.flatnonzero(st.reshape(-1) >= FITS)
+    at = Gather(fit, st.shape)
+    return fit, 1.0 / at(f["tpot"]), at(f["tps"]) / at(n)
+
+
+def pareto_front(x: Any, y: Any) -> Any:
+    """Indices of the points no other point beats on both x and y (larger is better), by x descending.
+
+    Trap: ranking by one axis: the best tokens/s per GPU serves each user slowly, and the
+    reverse; the front is the set of honest choices.
+    Source: the throughput-interactivity curves of serving benchmarks (e.g. MLPerf, InferenceMAX).
+    """
+    import numpy as np
+
+    order = np.lexsort((-y, -x))
+    ys = y[order]
+    best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
+    return order[ys > best_before]
+
+
+def rank(keys: dict[str, Any], flat: Any, top: int) -> Any:
+    """The ``top`` cells by (unpriced last, $/M, total GPUs, TPOT), ties in grid order (lexsort is stable)."""
+    import numpy as np
+
+    usd = keys["usd"]
+    order = np.lexsort((flat, keys["tpot"], keys["total_gpus"], np.where(np.isnan(usd), 0.0, usd), np.isnan(usd)))
+    return order[:top]
