@@ -150,6 +150,175 @@ PLAN_H100 = (
     '  h100-sxm  bf16     4   1    256     10.37/s             663.6/s  96.44 ms  compute\n'
 )
 
+# no --rate: each configuration's highest rate within the mean objectives, ranked by $/M at it
+PLAN_MAX_RATE_ARGS = ['plan', 'serve', '--model', 'llama-3.1-70b', '--gpu', 'h100-sxm', '--price', 'h100-sxm=2.50', '--batch', '16,64,256', '--top', '3']
+PLAN_MAX_RATE = (
+    'Plan serve Llama 3.1 70B: the highest rate per replica, TTFT <= 500 ms, TPOT <= 50 ms\n'
+    '  model                               Llama 3.1 70B\n'
+    '  configurations                      48\n'
+    '  valid_configurations                30\n'
+    '  fitting_configurations              23\n'
+    '  meeting_slo                         11\n'
+    '  best                                1 x 4 h100-sxm (bf16, TP 4, batch 64)\n'
+    '  best_total_gpus                     4\n'
+    '  best_requests_per_s_per_replica     3.685/s\n'
+    '  best_fleet_usd_per_hour             $10/h\n'
+    '  best_usd_per_million_output_tokens  $2.513/M\n'
+    '  best_ttft_s                         95.93 ms\n'
+    '  best_tpot_s                         40.52 ms\n'
+    'assumed: utilization = 70%\n'
+    "note: ranking: each row is one replica at its highest rate within the objectives: 70% of its steady-state capacity (the utilisation target; raise --utilization to load it more); $/M = the replica's hour over the tokens it serves at that rate\n"
+    'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
+    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    '\n'
+    'cheapest per million output tokens, each replica at its highest rate within the objectives:\n'
+    '  gpu       prec  gpus  tp  pp  batch    req/s      TTFT      TPOT  tok/s/GPU    $/h   $/M out  bound\n'
+    '  h100-sxm  bf16     4   4   1     64  3.685/s  95.93 ms  40.52 ms    276.4/s  $10/h  $2.513/M  compute\n'
+    '  h100-sxm  bf16     4   2   2     64  3.126/s  87.87 ms  47.77 ms    234.4/s  $10/h  $2.962/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1     64  5.216/s  66.19 ms  28.63 ms    195.6/s  $20/h   $3.55/M  compute\n'
+    '\n'
+    'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
+    '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
+    '  h100-sxm  bf16     8   8     16     52.14/s             104.3/s  19.18 ms  bandwidth\n'
+    '  h100-sxm  bf16     4   4     16     37.58/s             150.3/s  26.61 ms  bandwidth\n'
+    '  h100-sxm  bf16     8   8     64     34.93/s             279.4/s  28.63 ms  compute\n'
+    '  h100-sxm  bf16     4   4     64     24.68/s             394.8/s  40.52 ms  compute\n'
+    '  h100-sxm  bf16     8   2    256     16.77/s             536.5/s  59.64 ms  compute\n'
+    '  h100-sxm  bf16     4   1    256     10.37/s             663.6/s  96.44 ms  compute\n'
+)
+
+# "the cheapest GPU to serve Llama 3.1 70B at p99 TPOT under 50 ms" (and p99 TTFT under 1 s): screened, then simulated
+PLAN_P99_ARGS = ['plan', 'serve', '--model', 'llama-3.1-70b', '--tpot-p99', '50ms', '--ttft-p99', '1s', '--gpu', 'h100-sxm,h200', '--price', 'h100-sxm=2.50,h200=3.50', '--batch', '16,64,128', '--max-gpus', '4', '--top', '3', '--confirm', '2']
+PLAN_P99 = (
+    'Plan serve Llama 3.1 70B: the highest rate per replica, TTFT p99 <= 1 s, TPOT p99 <= 50 ms\n'
+    '  model                               Llama 3.1 70B\n'
+    '  configurations                      54\n'
+    '  valid_configurations                36\n'
+    '  fitting_configurations              26\n'
+    '  meeting_mean_objectives             12\n'
+    '  screened_configurations             12\n'
+    '  simulated_configurations            2\n'
+    '  best                                1 x 4 h100-sxm (bf16, TP 4, batch 64)\n'
+    '  best_total_gpus                     4\n'
+    '  best_requests_per_s_per_replica     3.685/s\n'
+    '  best_fleet_usd_per_hour             $10/h\n'
+    '  best_usd_per_million_output_tokens  $2.513/M\n'
+    '  best_ttft_s                         95.93 ms\n'
+    '  best_ttft_p99_s                     299.2 ms\n'
+    '  best_tpot_p99_s                     35.54 ms\n'
+    'assumed: utilization = 70%\n'
+    'note: PP > 1 rows are screened only: the simulation (`napkin serve --rate`) runs a replica as one TP group, without its pipeline stages\n'
+    "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 2 of them meet the objectives there\n"
+    'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
+    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    '\n'
+    "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
+    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h   $/M out\n'
+    '  h100-sxm  bf16     4   4   1     64         1        3.685/s  332.7 ms  40.52 ms      299.2 ms      35.54 ms      $10/h  $2.513/M\n'
+    '  h100-sxm  bf16     4   2   2     64         1        3.126/s  277.7 ms  47.77 ms             -             -      $10/h  $2.962/M\n'
+    '  h200      bf16     4   4   1     64         1        4.069/s  331.6 ms   36.7 ms      290.6 ms      31.81 ms      $14/h  $3.186/M\n'
+    '\n'
+    'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
+    '  gpu   prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
+    '  h200  bf16     4   4     16     43.35/s             173.4/s  23.07 ms  bandwidth\n'
+    '  h200  bf16     2   2     16        29/s               232/s  34.48 ms  bandwidth\n'
+    '  h200  bf16     4   4     64     27.25/s             435.9/s   36.7 ms  compute\n'
+    '  h200  bf16     4   4    128     17.82/s             570.2/s  56.12 ms  compute\n'
+    '  h200  bf16     2   2    128     11.15/s             713.9/s  89.65 ms  compute\n'
+)
+
+# p99 objectives at a rate: the replicas each carry rate / replicas
+PLAN_P99_RATE_ARGS = ['plan', 'serve', '--model', 'llama-3.1-8b', '--rate', '20/s', '--ttft-p99', '300ms', '--tpot-p99', '30ms', '--gpu', 'h100-sxm', '--price', 'h100-sxm=2.50', '--batch', '16,64,128', '--max-gpus', '2', '--top', '3', '--confirm', '1']
+PLAN_P99_RATE = (
+    'Plan serve Llama 3.1 8B: 20 requests/s, TTFT p99 <= 300 ms, TPOT p99 <= 30 ms\n'
+    '  model                               Llama 3.1 8B\n'
+    '  configurations                      12\n'
+    '  valid_configurations                9\n'
+    '  fitting_configurations              9\n'
+    '  meeting_mean_objectives             9\n'
+    '  screened_configurations             9\n'
+    '  simulated_configurations            1\n'
+    '  best                                2 x 1 h100-sxm (bf16, TP 1, batch 128)\n'
+    '  best_total_gpus                     2\n'
+    '  best_requests_per_s_per_replica     10/s\n'
+    '  best_fleet_usd_per_hour             $5/h\n'
+    '  best_usd_per_million_output_tokens  $0.2315/M\n'
+    '  best_ttft_s                         40.9 ms\n'
+    '  best_ttft_p99_s                     103.5 ms\n'
+    '  best_tpot_p99_s                     15.01 ms\n'
+    'assumed: utilization = 70%\n'
+    "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 1 of them meets the objectives there\n"
+    'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
+    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    '\n'
+    "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
+    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h    $/M out\n'
+    '  h100-sxm  bf16     1   1   1    128         2           10/s  132.5 ms  26.37 ms      103.5 ms      15.01 ms       $5/h  $0.2315/M\n'
+    '  h100-sxm  bf16     1   1   1     64         3        6.667/s  120.1 ms  17.11 ms             -             -    $7.50/h  $0.3472/M\n'
+    '  h100-sxm  bf16     2   2   1     64         2           10/s  77.76 ms  11.79 ms             -             -      $10/h   $0.463/M\n'
+    '\n'
+    'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
+    '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
+    '  h100-sxm  bf16     2   2     16     126.6/s              1013/s  7.899 ms  bandwidth\n'
+    '  h100-sxm  bf16     1   1     16     94.95/s              1519/s  10.53 ms  bandwidth\n'
+    '  h100-sxm  bf16     2   2     64     84.82/s              2714/s  11.79 ms  bandwidth\n'
+    '  h100-sxm  bf16     2   1    128     58.64/s              3753/s  17.05 ms  bandwidth\n'
+    '  h100-sxm  bf16     1   1    128     37.92/s              4854/s  26.37 ms  compute\n'
+)
+
+# prompt and output lengths as grid axes
+PLAN_WORKLOADS_ARGS = ['plan', 'serve', '--model', 'llama-3.1-8b', '--rate', '5/s', '--prompt', '500,4000', '--output', '100,500', '--gpu', 'h100-sxm', '--price', 'h100-sxm=2.50', '--batch', '8,64', '--max-gpus', '2', '--top', '3']
+PLAN_WORKLOADS = (
+    'Plan serve Llama 3.1 8B: 5 requests/s, TTFT <= 500 ms, TPOT <= 50 ms\n'
+    '  model                               Llama 3.1 8B\n'
+    '  configurations                      32\n'
+    '  valid_configurations                24\n'
+    '  fitting_configurations              24\n'
+    '  meeting_slo                         22\n'
+    '  best                                1 x 1 h100-sxm (bf16, TP 1, batch 64, prompt 500, output 500)\n'
+    '  best_total_gpus                     1\n'
+    '  best_fleet_usd_per_hour             $2.50/h\n'
+    '  best_usd_per_million_output_tokens  $0.2778/M\n'
+    '  best_ttft_s                         22.6 ms\n'
+    '  best_tpot_s                         12.33 ms\n'
+    'assumed: utilization = 70%\n'
+    'note: ranking: each row at the target load (5 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
+    'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
+    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    '\n'
+    'cheapest configurations that meet both objectives:\n'
+    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h    $/M out  bound\n'
+    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h  $0.2778/M  bandwidth\n'
+    '  h100-sxm  bf16     2   2   1     64     500     500         1      2  16.07 ms   9.009 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
+    '  h100-sxm  bf16     2   1   2     64     500     500         1      2  14.72 ms   10.27 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
+    '\n'
+    'cheapest for each prompt and output length:\n'
+    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h    $/M out  bound\n'
+    '  h100-sxm  bf16     1   1   1      8     500     100         1      1  19.27 ms   9.489 ms           500/s    $2.50/h   $1.389/M  bandwidth\n'
+    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h  $0.2778/M  bandwidth\n'
+    '  h100-sxm  bf16     1   1   1      8   4,000     100         2      2  110.5 ms   17.95 ms           250/s       $5/h   $2.778/M  compute\n'
+    '  h100-sxm  bf16     1   1   1     64   4,000     500         2      2  122.7 ms   34.02 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
+    '\n'
+    'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
+    '  gpu       prec  gpus  tp  batch  prompt  output  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
+    '  h100-sxm  bf16     2   2      8     500     500     144.4/s             577.7/s  6.924 ms  bandwidth\n'
+    '  h100-sxm  bf16     1   1      8     500     500     112.6/s             900.8/s  8.881 ms  bandwidth\n'
+    '  h100-sxm  bf16     2   2     64     500     500       111/s              3552/s  9.009 ms  bandwidth\n'
+    '  h100-sxm  bf16     1   1     64     500     500     81.13/s              5192/s  12.33 ms  bandwidth\n'
+)
+
 SERVE_WATERFALL_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--batch', '8', '--price', '2.95/h', '--waterfall', 'batch=64,precision=fp8,tp=2,cached-prefix=900,draft=llama-3.2-1b']
 SERVE_WATERFALL = (
     'Serve Llama 3.1 8B on 1 x H100 SXM (TP 1)\n'
@@ -226,7 +395,12 @@ SERVE_WATERFALL = (
     (BILL_AGENT_ARGS, BILL_AGENT),
     (PLAN_H100_ARGS, PLAN_H100),
     (SERVE_WATERFALL_ARGS, SERVE_WATERFALL),
-], ids=['serve_70b_8xh100', 'bill_receipt', 'bill_agent', 'plan_h100', 'serve_waterfall'])
+    (PLAN_MAX_RATE_ARGS, PLAN_MAX_RATE),
+    (PLAN_P99_ARGS, PLAN_P99),
+    (PLAN_P99_RATE_ARGS, PLAN_P99_RATE),
+    (PLAN_WORKLOADS_ARGS, PLAN_WORKLOADS),
+], ids=['serve_70b_8xh100', 'bill_receipt', 'bill_agent', 'plan_h100', 'serve_waterfall', 'plan_max_rate', 'plan_p99',
+        'plan_p99_rate', 'plan_workloads'])
 def test_exact_output(run_cli, args, expected):
     assert run_cli(*args).stdout == expected
 

@@ -119,6 +119,9 @@ def row(g: gr.Grid, x: dict[str, Any], sim: dict | None, *, axes: bool) -> dict:
 def plan(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float], *, axes: bool) -> list[dict]:
     """The ranking under p99 objectives: screened, then simulated cheapest first; the rows and the notes."""
     r.set("meeting_mean_objectives", g.counts["meeting"], "count")
+    if not len(g.picks):
+        r.set("screened_configurations", 0, "count")
+        return []
     s, screened, certain = tail.screen(req, g, obj, req.top + req.confirm * (tail.RETRIES + 1))
     r.set("screened_configurations", screened, "count")
     if not certain:

@@ -126,7 +126,8 @@ def tail_ranking(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, fl
            "slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a "
            "prompt step + the chunked prefill + the prompts that arrive with it; "
            + (f"the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same "
-              f"inputs; sim columns): {len(sims)} meet the objectives there" if req.confirm else
+              f"inputs; sim columns): {len(sims)} of them meet{'s' if len(sims) == 1 else ''} the objectives there"
+              if req.confirm else
               "none simulated (--confirm 0)"))
     if req.confirm and not sims:
         r.warn("not-simulated", "no configuration the screen passed was confirmed by the simulation within its "
