@@ -143,7 +143,14 @@ def experts_touched(tokens: Any, *, n_experts: Any, top_k: Any) -> Any:
 
 
 def _add(*ops: OperatorTime, scale: Any = 1.0) -> OperatorTime:
-    return OperatorTime(*(scale * sum(getattr(o, f) for o in ops) for f in OperatorTime._fields))
+    def total(field: str) -> Any:
+        out = getattr(ops[0], field)
+        for o in ops[1:]:
+            out = out + getattr(o, field)
+        # a scale of 1 (a constant of the caller, not a swept value) would copy every field once more
+        return out if isinstance(scale, (int, float)) and scale == 1.0 else scale * out
+
+    return OperatorTime(*(total(f) for f in OperatorTime._fields))
 
 
 def _scale(op: OperatorTime, factor: Any) -> OperatorTime:

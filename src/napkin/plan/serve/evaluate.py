@@ -60,9 +60,8 @@ def evaluate(req: PlanServeRequest, r: Report, *, objectives: dict[str, float], 
 def _counted(g: gr.Grid) -> gr.Grid:
     import numpy as np
 
-    n = np.bincount(g.status.reshape(-1), minlength=4)
-    g.counts = {"configurations": g.axes.configurations, "valid": int(n[1:].sum()), "fitting": int(n[2:].sum()),
-                "meeting": int(n[3])}
+    if not g.counts:
+        g.counts = gr.tally(g.axes, np.bincount(g.status.reshape(-1), minlength=4))
     return g
 
 

@@ -245,6 +245,7 @@ def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectiv
     tpot, ttft, tps = (np.empty(shape) for _ in range(3))
     status = np.empty(shape, dtype=np.int8)
     picks, per_workload, front, cut = [], [], select.Front(), math.inf
+    counts = np.zeros(4, dtype=np.int64)
     blocks = chunks(ax)
     for hs, ps in blocks:
         f = times(ctx.workload(ps), shapes=ctx.shapes(hs, ps), rates=ctx.rates(hs, ps), t=ctx.t[:, ps])
@@ -261,16 +262,21 @@ def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectiv
         st += VALID
         st *= ctx.valid[hs, ps]
         status[part] = st
+        counts += np.bincount(st.reshape(-1), minlength=4)
         offset = _offset(shape, hs, ps)
         chosen, rest, each = select.cheapest(req, ctx, hs, ps, f, st, keep)
         picks.append(offset(chosen))
         per_workload.append(offset(each))
         cut = min(cut, rest)
-        fit, x, y = select.fitting_xy(f, st, ctx.n[:, ps])
-        front.add(offset(fit), x, y)
-    g = Grid(ax, m, tpot, ttft, tps, status, np.concatenate(picks), front, len(blocks), cut=cut,
-             per_workload=np.concatenate(per_workload))
-    return g
+        front.add_chunk(f, st >= FITS, ctx.n[:, ps], offset)
+    return Grid(ax, m, tpot, ttft, tps, status, np.concatenate(picks), front, len(blocks), cut=cut,
+                per_workload=np.concatenate(per_workload), counts=tally(ax, counts))
+
+
+def tally(ax: Axes, n: Any) -> dict[str, int]:
+    """The plan's counts from the cells in each status."""
+    return {"configurations": ax.configurations, "valid": int(n[1:].sum()), "fitting": int(n[2:].sum()),
+            "meeting": int(n[3])}
 
 
 def _offset(shape: tuple[int, ...], hs: slice, ps: slice) -> Any:

@@ -52,20 +52,21 @@ def cost(req: PlanServeRequest, *, tps: Any, n: Any, price: Any, output: Any,
             "per_gpu": per_gpu, "utilization": per_replica / lam_max}
 
 
-def _flat(a: Any, shape: tuple[int, ...]) -> Any:
-    import numpy as np
-
-    return np.broadcast_to(a, shape).reshape(-1)
-
-
 class Gather:
-    """Values of broadcastable arrays at flat indices of a shape, without materialising the broadcast."""
+    """Values of broadcastable arrays at flat indices of a shape, without materialising the broadcast: the
+    index along an axis is computed only for the axes an array varies on."""
 
     def __init__(self, flat: Any, shape: tuple[int, ...]):
-        import numpy as np
-
         self.flat, self.shape = flat, shape
-        self.index = np.unravel_index(flat, shape)
+        self._axis: dict[int, Any] = {}
+        self.strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            self.strides[d] = self.strides[d + 1] * shape[d + 1]
+
+    def axis(self, d: int) -> Any:
+        if d not in self._axis:
+            self._axis[d] = (self.flat // self.strides[d]) % self.shape[d]
+        return self._axis[d]
 
     def __call__(self, a: Any) -> Any:
         import numpy as np
@@ -74,7 +75,12 @@ class Gather:
         if a.shape == self.shape:
             return a.reshape(-1)[self.flat]
         lead = len(self.shape) - a.ndim
-        return a[tuple(i if a.shape[d - lead] > 1 else 0 for d, i in enumerate(self.index) if d >= lead)]
+        varying = [d for d in range(lead, len(self.shape)) if a.shape[d - lead] > 1]
+        if not varying:
+            return np.broadcast_to(a.reshape(-1)[:1], self.flat.shape)
+        if len(varying) == 1:
+            return a.reshape(-1)[self.axis(varying[0])]
+        return a[tuple(self.axis(d) if a.shape[d - lead] > 1 else 0 for d in range(lead, len(self.shape)))]
 
 
 def cheapest(req: PlanServeRequest, ctx: Any, hs: slice, ps: slice, f: dict[str, Any], st: Any, keep: int) -> Any:
@@ -104,7 +110,7 @@ def cheapest_per_workload(idx: Any, price: Any, at: Gather, shape: tuple[int, ..
     """The cells at the lowest $/M of each (prompt, output) pair: every candidate for that pair's best."""
     import numpy as np
 
-    group = at.index[2] * shape[3] + at.index[3]
+    group = at.axis(2) * shape[3] + at.axis(3)
     low = np.full(shape[2] * shape[3], np.inf)
     np.minimum.at(low, group, price)
     return idx[price == low[group]]
@@ -134,11 +140,11 @@ class Front:
     """The exact Pareto front (tokens/s per user x, per GPU y) of every cell added so far.
 
     Each chunk's cells are first tested against a staircase of real points (the front so far and the
-    front of every 31st cell of the chunk): a cell below it is strictly dominated, so it is on no front
+    front of every 61st cell of the chunk): a cell below it is strictly dominated, so it is on no front
     and dropping it changes no other cell's verdict; the few left are merged by an exact sort.
     """
 
-    STRIDE = 31  # the chunk's sample that seeds the staircase
+    STRIDE = 61  # the chunk's sample that seeds the staircase
     BUCKETS = 4096  # resolution of the staircase along x (coarser only keeps more cells: never a wrong drop)
 
     def __init__(self) -> None:
@@ -146,27 +152,32 @@ class Front:
 
         self.flat, self.x, self.y = np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
 
-    def add(self, flat: Any, x: Any, y: Any) -> None:
+    def add_chunk(self, f: dict[str, Any], fits: Any, n: Any, to_grid: Any) -> None:
+        """The chunk's cells that fit (mask ``fits``), with TPOT and tokens/s in ``f`` and GPUs ``n``."""
         import numpy as np
 
-        if not len(flat):
+        fit = fits.reshape(-1)
+        if not fit.any():
             return
-        sample = slice(None, None, self.STRIDE)
+        x = (1.0 / f["tpot"]).reshape(-1)  # tokens/s per user
+        y = np.broadcast_to(f["tps"] / n, fits.shape).reshape(-1)  # tokens/s per GPU
+        sample = np.flatnonzero(fit[::self.STRIDE]) * self.STRIDE
         seed = pareto_front(x[sample], y[sample])
         px, py = np.concatenate((self.x, x[sample][seed])), np.concatenate((self.y, y[sample][seed]))
-        keep = ~self._below(x, y, px, py)
-        self.merge(flat[keep], x[keep], y[keep])
+        lo, hi = float(x[fit].min()), float(x[fit].max())
+        keep = np.flatnonzero(fit & ~self._below(x, y, px, py, lo, hi))
+        self.merge(to_grid(keep), x[keep], y[keep])
 
-    def _below(self, x: Any, y: Any, px: Any, py: Any) -> Any:
+    def _below(self, x: Any, y: Any, px: Any, py: Any, lo: float, hi: float) -> Any:
         """Whether some staircase point has a larger x (a higher bucket) and at least the same y."""
         import numpy as np
 
-        lo, hi = float(x.min()), float(x.max())
         scale = (self.BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
         top = np.full(self.BUCKETS + 1, -np.inf)
         np.maximum.at(top, np.clip(((px - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1), py)
         above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the buckets above each one
-        return above[((x - lo) * scale).astype(np.int64)] >= y
+        at = np.clip(((x - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1)  # cells that do not fit: anywhere
+        return above[at] >= y
 
     def merge(self, flat: Any, x: Any, y: Any) -> None:
         import numpy as np
@@ -176,15 +187,6 @@ class Front:
         f, xs, ys = f[order], xs[order], ys[order]
         keep = np.sort(pareto_front(xs, ys))
         self.flat, self.x, self.y = f[keep], xs[keep], ys[keep]
-
-
-def fitting_xy(f: dict[str, Any], st: Any, n: Any) -> tuple[Any, Any, Any]:
-    """Chunk-local flat indices of the cells that fit, and their tokens/s per user and per GPU."""
-    import numpy as np
-
-    fit = np.flatnonzero(st.reshape(-1) >= FITS)
-    at = Gather(fit, st.shape)
-    return fit, 1.0 / at(f["tpot"]), at(f["tps"]) / at(n)
 
 
 def pareto_front(x: Any, y: Any) -> Any:

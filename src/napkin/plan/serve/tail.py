@@ -21,11 +21,9 @@ lower rate (one more replica, or 80% of the rate) in its place in the order.
 
 from __future__ import annotations
 
-import heapq
 import math
 from typing import Any
 
-from napkin.derivation import Report
 from napkin.formulas import scheduling as sch
 
 from . import grid as gr
