@@ -20,9 +20,9 @@ def request(**kw):
     return parse_request(PlanServeRequest, kw)
 
 
-@pytest.mark.parametrize("cells", [7, 37, 100])
+@pytest.mark.parametrize("cells", [1, 7, 60])
 def test_chunks_change_nothing(monkeypatch, cells):
-    """Small chunks (split across (GPUs, TP) pairs too) give the same cells, picks and front as one chunk."""
+    """Smaller chunks (down to one hardware row of one TP degree) give the same cells, picks and front."""
     req = request(rate="10/s", gpu="h100-sxm,h200", precision="bf16,fp8", prompt="1000,3000", batch="8,64,256")
     one = evaluate_compact(req, objectives=objectives(req), keep=5)
     monkeypatch.setattr(grid, "CHUNK_CELLS", cells)

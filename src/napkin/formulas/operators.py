@@ -220,7 +220,7 @@ def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> Opera
         + shapes.moe_fraction * moe
     moved = tokens * widths * ACTIVATION_BYTES
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
-    return OperatorTime(moved, 0.0 * moved, mem, 0.0 * mem, mem)
+    return OperatorTime(moved, 0.0 * moved, mem, 0.0 * moved, mem)  # no compute roof: zeros of the work's shape
 
 
 def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -> OperatorTime:
@@ -236,7 +236,7 @@ def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -
     on = (tp > 1) * (tokens > 0)
     volume = on * 2.0 * 2.0 * (tp - 1.0) / tp * tokens * shapes.d_model * ACTIVATION_BYTES
     wire = volume / rates.link_bytes_per_s
-    return OperatorTime(volume, 0.0 * volume, wire, 0.0 * wire, wire + on * 2.0 * rates.allreduce_latency_s)
+    return OperatorTime(volume, 0.0 * volume, wire, 0.0 * volume, wire + on * 2.0 * rates.allreduce_latency_s)
 
 
 def fixed_time(seconds: Any) -> OperatorTime:
@@ -257,7 +257,7 @@ OPERATORS = ("qkv", "attention_out", "mlp", "attention", "elementwise", "allredu
 
 
 def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
-                   rates: Rates, tp: Any) -> dict[str, OperatorTime]:
+                   rates: Rates, tp: Any, keep_work: bool = True) -> dict[str, OperatorTime]:
     """{operator: its work and time} in one step; their sum is the step's time (see step_seconds)
 
     qkv, attention_out, mlp (or experts), attention (decode over C cached tokens + prefill over Π
@@ -267,18 +267,25 @@ def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: A
     done by different kernels, so at a large batch the step is close to the sum of their times.
     Source: the roofline per operator (Williams et al. 2009) summed over kernels, as in Yuan et al.
     2024, LLM Inference Unveiled: Survey and Roofline Model Insights (arXiv:2402.16363).
+
+    ``keep_work=False`` (step_seconds: the time alone) leaves the per-layer operators' bytes, FLOPs and
+    roof times as None rather than scaling them to the L layers.
     """
     L = shapes.n_layers
     w = shapes.bytes_per_weight
     on = tokens > 0
+
+    def layers(o: OperatorTime) -> OperatorTime:
+        return _scale(o, L) if keep_work else OperatorTime(None, None, None, None, L * o.seconds)
+
     return {
-        "qkv": _scale(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates), L),
-        "attention_out": _scale(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
-                                            rates=rates), L),
-        "mlp": _scale(mlp_time(tokens, shapes=shapes, rates=rates), L),
-        "attention": _scale(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates), L),
-        "elementwise": _scale(elementwise_time(tokens, shapes=shapes, rates=rates), L),
-        "allreduce": _scale(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp), L),
+        "qkv": layers(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates)),
+        "attention_out": layers(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
+                                            rates=rates)),
+        "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates)),
+        "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates)),
+        "elementwise": layers(elementwise_time(tokens, shapes=shapes, rates=rates)),
+        "allreduce": layers(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp)),
         "layer_overhead": fixed_time(L * on * (rates.per_layer_s * (prefill_pairs > 0)
                                                + rates.per_layer_decode_s * (prefill_pairs <= 0))),
         "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates),
@@ -296,8 +303,8 @@ def total_seconds(ops: dict[str, OperatorTime]) -> Any:
     Source: Williams et al. 2009 (roofline), per operator and summed.
     """
     total = 0.0
-    for op in ops.values():
-        total = total + op.seconds
+    for i, op in enumerate(ops.values()):
+        total = op.seconds if i == 0 else total + op.seconds  # 0.0 + t is t: no copy of the first
     return total
 
 
@@ -310,4 +317,4 @@ def step_seconds(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any
     Source: Williams et al. 2009 (roofline), per operator and summed.
     """
     return total_seconds(step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
-                                        shapes=shapes, rates=rates, tp=tp))
+                                        shapes=shapes, rates=rates, tp=tp, keep_work=False))

@@ -61,7 +61,8 @@ def _counted(g: gr.Grid) -> gr.Grid:
     import numpy as np
 
     if not g.counts:
-        g.counts = gr.tally(g.axes, np.bincount(g.status.reshape(-1), minlength=4))
+        n = np.bincount(g.status.reshape(-1), minlength=4)
+        g.counts = gr.tally(g.axes, (n[1:].sum(), n[2:].sum(), n[3]))
     return g
 
 

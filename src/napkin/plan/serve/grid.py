@@ -135,11 +135,17 @@ def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = F
                                  prefill_pairs=inputs["prefill_pairs"], logits=inputs["logits"], shapes=shapes,
                                  rates=rates, tp=t)
 
-    mixed, decode = ops(w["mixed"]), ops(w["decode"])
-    t_mixed = op.total_seconds(mixed)
-    t_first = t_mixed if w["chunk_is_mixed"] else op.total_seconds(ops(w["chunk"]))
+    def step(inputs: dict[str, Any]) -> Any:  # the time alone: the operators' work is not kept
+        return op.step_seconds(inputs["tokens"], kv_tokens=inputs["kv_tokens"], prefill_pairs=inputs["prefill_pairs"],
+                               logits=inputs["logits"], shapes=shapes, rates=rates, tp=t)
+
+    if parts:
+        mixed, decode = ops(w["mixed"]), ops(w["decode"])
+        t_mixed, t_decode = op.total_seconds(mixed), op.total_seconds(decode)
+    else:
+        t_mixed, t_decode = step(w["mixed"]), step(w["decode"])
+    t_first = t_mixed if w["chunk_is_mixed"] else step(w["chunk"])
     bd, q = w["bd"], w["q"]
-    t_decode = op.total_seconds(decode)
     tpot = sch.continuous_step_seconds(t_mixed, decode_step_s=t_decode, prefill_request_s=0.0,
                                        decode_seqs=bd, output_tokens=w["output"], prompt_share=q)
     out = {"tpot": tpot, "tps": bd / tpot, "ttft": sch.continuous_ttft_seconds(t_first, n_chunks=w["n_chunks"])}
@@ -169,15 +175,20 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and bool(np.array_equal(a, b)))
 
 
-def _take(a: Any, ps: slice) -> Any:
-    """The pair-axis slice of a workload array (arrays without a pair axis pass whole)."""
-    if getattr(a, "ndim", 0) == 5 and a.shape[1] > 1:
-        return a[:, ps]
-    return a
+@dataclass
+class Chunk:
+    """A block of the grid: some hardware rows, and the (GPUs, TP) pairs of one TP degree (so the layer
+    shapes and the link are the same along its pairs, and no operand varies along the pairs alone)."""
+
+    rows: slice
+    pairs: Any  # indices into Axes.pairs
+    tp: float
+    n: Any  # GPUs per replica, shaped (1, pairs, 1, 1, 1)
 
 
 class _Context:
-    """What every chunk shares: the model, the axes' columns, the workload and the memory each cell needs."""
+    """What every chunk shares: the model and the axes' columns; per TP degree, the workload and the KV
+    bytes each cell holds per GPU."""
 
     def __init__(self, req: PlanServeRequest, m: Any, ax: Axes):
         import numpy as np
@@ -185,51 +196,62 @@ class _Context:
         self.req, self.m, self.ax = req, m, ax
         self.H = columns(ax.hw, 5)
         self.has_link = np.array([h["has_link"] for h in ax.hw]).reshape(-1, 1, 1, 1, 1)
-        self.n, self.t, self.pp = ax.pair_columns()
-        P, O, B = ax.values()
-        self.prefix = np.minimum(req.cached_prefix, P - 1)
+        self.P, self.O, self.B = ax.values()
+        self.prefix = np.minimum(req.cached_prefix, self.P - 1)
         self.b_kv = bytes_per_value(req.kv_precision, "kv_precision")
-        # a TP group beyond the scale-up domain all-reduces over the scale-out network
-        self.link = sv.tp_link_bytes_per_s(self.t, scale_up_domain=self.H["domain"],
-                                           link_bytes_per_s_per_direction=self.H["link"],
-                                           scale_out_bytes_per_s_per_gpu=_scale_out(req))
-        self.valid = (self.t == 1) | self.has_link
-        self.beyond = (self.t > self.H["domain"]) & (self.link < self.H["link"])
-        shards = sv.kv_shards(self.t, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
-        ctx_max = P + O
-        # one sequence's own tokens and the shared prefix, each capped by a sliding window if the model has one
-        self.kv_gpu = m.kv_bytes_per_token(self.b_kv) * (m.kv_shared_prefix_tokens(self.prefix, ctx_max) + B * m.kv_held_tokens(
-            ctx_max - self.prefix)) / (self.pp * shards)
         self.W = m.params * self.H["b_w"]
-        self.w = workload(m, prompt=P, output=O, chunk=req.chunk, pp=self.pp, B=B, prefix=self.prefix)
+        self._by_tp: dict[float, tuple[dict[str, Any], Any]] = {}
 
-    def rates(self, hs: slice, ps: slice) -> Any:
+    def per_tp(self, c: Chunk) -> tuple[dict[str, Any], Any]:
+        """The workload of the chunk's pairs and each cell's KV bytes per GPU (the same for every row)."""
+        if c.tp not in self._by_tp:
+            m, P, O, B = self.m, self.P, self.O, self.B
+            pp = c.n / c.tp
+            shards = sv.kv_shards(c.tp, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
+            ctx_max = P + O
+            # one sequence's own tokens and the shared prefix, each capped by a sliding window if the model has one
+            kv_gpu = m.kv_bytes_per_token(self.b_kv) * (m.kv_shared_prefix_tokens(self.prefix, ctx_max)
+                                                        + B * m.kv_held_tokens(ctx_max - self.prefix)) / (pp * shards)
+            w = workload(m, prompt=P, output=O, chunk=self.req.chunk, pp=pp, B=B, prefix=self.prefix)
+            self._by_tp[c.tp] = (w, kv_gpu)
+        return self._by_tp[c.tp]
+
+    def link(self, c: Chunk) -> Any:
+        """A TP group beyond the scale-up domain all-reduces over the scale-out network."""
         H = self.H
-        return op.Rates(**{k[5:]: rows_of(v, hs) for k, v in H.items() if k.startswith("rate_")},
-                        link_bytes_per_s=self.link[hs, ps] * H["allreduce_bus"][hs])
+        return sv.tp_link_bytes_per_s(c.tp, scale_up_domain=H["domain"][c.rows],
+                                      link_bytes_per_s_per_direction=H["link"][c.rows],
+                                      scale_out_bytes_per_s_per_gpu=_scale_out(self.req))
 
-    def shapes(self, hs: slice, ps: slice) -> Any:
-        return self.m.layer_shapes(self.t[:, ps], kv_bytes_per_value=self.b_kv, bytes_per_weight=self.H["b_w"][hs])
-
-    def workload(self, ps: slice) -> dict[str, Any]:
-        w = self.w
-        return {k: ({s: _take(x, ps) for s, x in v.items()} if isinstance(v, dict) else _take(v, ps))
-                for k, v in w.items()}
-
-    def fits(self, hs: slice, ps: slice) -> Any:
+    def rates(self, c: Chunk) -> Any:
         H = self.H
-        return self.W[hs] / self.n[:, ps] + _take(self.kv_gpu, ps) <= H["mem"][hs] * self.req.usable
+        return op.Rates(**{k[5:]: rows_of(v, c.rows) for k, v in H.items() if k.startswith("rate_")},
+                        link_bytes_per_s=self.link(c) * H["allreduce_bus"][c.rows])
+
+    def shapes(self, c: Chunk) -> Any:
+        return self.m.layer_shapes(c.tp, kv_bytes_per_value=self.b_kv, bytes_per_weight=self.H["b_w"][c.rows])
+
+    def valid(self, c: Chunk) -> Any:
+        """A TP group needs a link between its GPUs."""
+        return (c.tp == 1) | self.has_link[c.rows]
+
+    def fits(self, c: Chunk) -> Any:
+        return self.W[c.rows] / c.n + self.per_tp(c)[1] <= self.H["mem"][c.rows] * self.req.usable
 
 
-def chunks(ax: Axes) -> list[tuple[slice, slice]]:
-    """(hardware rows, pairs) blocks of at most about CHUNK_CELLS cells each."""
-    H, npairs, P, O, B = ax.shape
+def chunks(ax: Axes) -> list[Chunk]:
+    """Blocks of one TP degree's pairs and as many hardware rows as keep them near CHUNK_CELLS cells."""
+    import numpy as np
+
+    rows, _, P, O, B = ax.shape
     per_pair = P * O * B
-    if npairs * per_pair <= CHUNK_CELLS:
-        rows = max(1, CHUNK_CELLS // (npairs * per_pair))
-        return [(slice(h, min(h + rows, H)), slice(0, npairs)) for h in range(0, H, rows)]
-    step = max(1, CHUNK_CELLS // per_pair)
-    return [(slice(h, h + 1), slice(p, min(p + step, npairs))) for h in range(H) for p in range(0, npairs, step)]
+    out = []
+    for tp in sorted({t for _, t in ax.pairs}):
+        idx = np.array([i for i, (_, t) in enumerate(ax.pairs) if t == tp])
+        n = np.array([ax.pairs[i][0] for i in idx], dtype=float).reshape(1, -1, 1, 1, 1)
+        step = max(1, CHUNK_CELLS // (len(idx) * per_pair))
+        out += [Chunk(slice(h, min(h + step, rows)), idx, float(tp), n) for h in range(0, rows, step)]
+    return out
 
 
 def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectives: dict[str, float],
@@ -245,52 +267,51 @@ def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectiv
     tpot, ttft, tps = (np.empty(shape) for _ in range(3))
     status = np.empty(shape, dtype=np.int8)
     picks, per_workload, front, cut = [], [], select.Front(), math.inf
-    counts = np.zeros(4, dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)  # valid, fitting, meeting
     blocks = chunks(ax)
-    for hs, ps in blocks:
-        f = times(ctx.workload(ps), shapes=ctx.shapes(hs, ps), rates=ctx.rates(hs, ps), t=ctx.t[:, ps])
-        part = (hs, ps)
+    for c in blocks:
+        f = times(ctx.per_tp(c)[0], shapes=ctx.shapes(c), rates=ctx.rates(c), t=c.tp)
+        part = (c.rows, c.pairs)
         tpot[part], ttft[part], tps[part] = f["tpot"], f["ttft"], f["tps"]
-        fits = ctx.fits(hs, ps)
+        fits = ctx.fits(c)
         meets = fits.copy()
         for name, figure, bound in (("ttft", "ttft", np.less_equal), ("tpot", "tpot", np.less_equal),
                                     ("tpot_p99", "tpot", np.less_equal), ("ttft_p99", "ttft", np.less)):
             if name in objectives:  # a p99 is at least the steady state: a necessary condition here
                 meets &= bound(f[figure], objectives[name])
+        valid = ctx.valid(c)
         st = fits.astype(np.int8)
         st += meets
         st += VALID
-        st *= ctx.valid[hs, ps]
+        st *= valid
         status[part] = st
-        counts += np.bincount(st.reshape(-1), minlength=4)
-        offset = _offset(shape, hs, ps)
-        chosen, rest, each = select.cheapest(req, ctx, hs, ps, f, st, keep)
+        counts += (np.count_nonzero(valid) * (st.size // valid.size), np.count_nonzero(st >= FITS),
+                   np.count_nonzero(st == MEETS))
+        offset = _offset(shape, c)
+        chosen, rest, each = select.cheapest(req, c, ctx.H["price"][c.rows], ctx.O, f, st, keep)
         picks.append(offset(chosen))
         per_workload.append(offset(each))
         cut = min(cut, rest)
-        front.add_chunk(f, st >= FITS, ctx.n[:, ps], offset)
+        front.add_chunk(f, st >= FITS, c.n, offset)
     return Grid(ax, m, tpot, ttft, tps, status, np.concatenate(picks), front, len(blocks), cut=cut,
                 per_workload=np.concatenate(per_workload), counts=tally(ax, counts))
 
 
 def tally(ax: Axes, n: Any) -> dict[str, int]:
-    """The plan's counts from the cells in each status."""
-    return {"configurations": ax.configurations, "valid": int(n[1:].sum()), "fitting": int(n[2:].sum()),
-            "meeting": int(n[3])}
+    """The plan's counts: (valid, fitting, meeting the objectives) cells."""
+    return {"configurations": ax.configurations, "valid": int(n[0]), "fitting": int(n[1]), "meeting": int(n[2])}
 
 
-def _offset(shape: tuple[int, ...], hs: slice, ps: slice) -> Any:
+def _offset(shape: tuple[int, ...], c: Chunk) -> Any:
     """Chunk-local flat indices -> the grid's flat indices."""
     import numpy as np
 
-    sub = (hs.stop - hs.start, ps.stop - ps.start) + shape[2:]
+    sub = (c.rows.stop - c.rows.start, len(c.pairs)) + shape[2:]
 
     def to_grid(local: Any) -> Any:
-        if sub[1] == shape[1]:
-            return local + hs.start * int(np.prod(shape[1:]))
         idx = list(np.unravel_index(local, sub))
-        idx[0] = idx[0] + hs.start
-        idx[1] = idx[1] + ps.start
+        idx[0] = idx[0] + c.rows.start
+        idx[1] = c.pairs[idx[1]]
         return np.ravel_multi_index(tuple(idx), shape)
 
     return to_grid

@@ -14,13 +14,14 @@ FITS, MEETS = 2, 3  # the grid's status codes (grid.FITS, grid.MEETS)
 
 
 def cost(req: PlanServeRequest, *, tps: Any, n: Any, price: Any, output: Any,
-         requests_per_s_per_replica: Any = None) -> dict[str, Any]:
+         requests_per_s_per_replica: Any = None, rows: bool = True) -> dict[str, Any]:
     """Replicas, fleet $/h and $/M output of each cell.
 
     With a rate: the fewest replicas that carry it, each at most at the target utilisation of its
     capacity (or at the rate given per replica), and the fleet's hour over the rate's tokens.
     Without: one replica at its rate (default: the target utilisation of its capacity), so $/M is the
-    replica's hour over the tokens it serves at that rate.
+    replica's hour over the tokens it serves at that rate. ``rows=False``: replicas and $/M alone (the
+    ranking's keys), not the figures a printed row adds.
     """
     import numpy as np
 
@@ -36,6 +37,8 @@ def cost(req: PlanServeRequest, *, tps: Any, n: Any, price: Any, output: Any,
         fleet = replicas * n * price
         # every GPU-hour of the fleet over the output tokens the rate asks for
         usd = costf.usd_per_million_tokens(fleet, tokens_per_s=req.rate * output, utilization=1.0)
+        if not rows:
+            return {"replicas": replicas, "usd": usd}
         per_replica = req.rate / replicas
         per_gpu = req.rate * output / (replicas * n)  # what each GPU delivers at the target rate
     else:
@@ -47,93 +50,60 @@ def cost(req: PlanServeRequest, *, tps: Any, n: Any, price: Any, output: Any,
         else:
             per_replica = requests_per_s_per_replica
             usd = costf.usd_per_million_tokens(fleet, tokens_per_s=per_replica * output, utilization=1.0)
+        if not rows:
+            return {"replicas": replicas, "usd": usd}
         per_gpu = per_replica * output / n
     return {"replicas": replicas, "fleet": fleet, "usd": usd, "lam_max": lam_max, "per_replica": per_replica,
             "per_gpu": per_gpu, "utilization": per_replica / lam_max}
 
 
-class Gather:
-    """Values of broadcastable arrays at flat indices of a shape, without materialising the broadcast: the
-    index along an axis is computed only for the axes an array varies on."""
-
-    def __init__(self, flat: Any, shape: tuple[int, ...]):
-        self.flat, self.shape = flat, shape
-        self._axis: dict[int, Any] = {}
-        self.strides = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            self.strides[d] = self.strides[d + 1] * shape[d + 1]
-
-    def axis(self, d: int) -> Any:
-        if d not in self._axis:
-            self._axis[d] = (self.flat // self.strides[d]) % self.shape[d]
-        return self._axis[d]
-
-    def __call__(self, a: Any) -> Any:
-        import numpy as np
-
-        a = np.asarray(a)
-        if a.shape == self.shape:
-            return a.reshape(-1)[self.flat]
-        lead = len(self.shape) - a.ndim
-        varying = [d for d in range(lead, len(self.shape)) if a.shape[d - lead] > 1]
-        if not varying:
-            return np.broadcast_to(a.reshape(-1)[:1], self.flat.shape)
-        if len(varying) == 1:
-            return a.reshape(-1)[self.axis(varying[0])]
-        return a[tuple(self.axis(d) if a.shape[d - lead] > 1 else 0 for d in range(lead, len(self.shape)))]
-
-
-def cheapest(req: PlanServeRequest, ctx: Any, hs: slice, ps: slice, f: dict[str, Any], st: Any, keep: int) -> Any:
+def cheapest(req: PlanServeRequest, chunk: Any, price: Any, output: Any, f: dict[str, Any], st: Any,
+             keep: int) -> tuple[Any, float, Any]:
     """Chunk-local flat indices of the ``keep`` cells that meet the objectives first in the ranking's order
-    ($/M, total GPUs, TPOT, then grid order): successive np.partition on each key, no sort; and the lowest
-    $/M of the cells left out (inf if none)."""
+    ($/M, total GPUs, TPOT, then grid order), by np.partition on each key in turn (no sort); the lowest
+    $/M of the cells left out (inf if none); and, when prompt or output lengths are axes, the cells at the
+    lowest $/M of each (prompt, output) pair."""
     import numpy as np
 
-    idx = np.flatnonzero(st.reshape(-1) == MEETS)
+    meets = st == MEETS
     workloads = st.shape[2] * st.shape[3] > 1
-    if len(idx) <= keep:
+    if np.count_nonzero(meets) <= keep:
+        idx = np.flatnonzero(meets)
         return idx, np.inf, idx if workloads else idx[:0]
-    at = Gather(idx, st.shape)
-    n = at(ctx.n[:, ps])
-    c = cost(req, tps=at(f["tps"]), n=n, price=at(ctx.H["price"][hs]), output=at(ctx.ax.values()[1]))
-    usd = c["usd"]
-    price = np.where(np.isnan(usd), np.inf, usd)
-    keys = (lambda: price, lambda: c["replicas"] * n, lambda: at(f["tpot"]))
-    chosen = first(keys, len(idx), keep)
-    left = np.ones(len(idx), dtype=bool)
-    left[chosen] = False
-    return idx[chosen], float(price[left].min()) if left.any() else np.inf, (
-        cheapest_per_workload(idx, price, at, st.shape) if workloads else idx[:0])
+    c = cost(req, tps=f["tps"], n=chunk.n, price=price, output=output, rows=False)
+    usd = np.broadcast_to(c["usd"], st.shape)
+    unpriced = np.finfo(float).max  # after every priced cell, before every cell that does not meet (inf)
+    key = np.where(meets, np.where(np.isnan(usd), unpriced, usd), np.inf)
+    total = lambda: np.broadcast_to(c["replicas"] * chunk.n, st.shape).reshape(-1)  # noqa: E731
+    chosen, rest = first(key.reshape(-1), (total, lambda: f["tpot"].reshape(-1)), keep)
+    each = np.empty(0, dtype=np.int64)
+    if workloads:  # every cell at its (prompt, output) pair's lowest key
+        low = key.min(axis=(0, 1, 4), keepdims=True)
+        each = np.flatnonzero((key == low) & (key < np.inf))
+    return chosen, (np.inf if rest >= unpriced else rest), each
 
 
-def cheapest_per_workload(idx: Any, price: Any, at: Gather, shape: tuple[int, ...]) -> Any:
-    """The cells at the lowest $/M of each (prompt, output) pair: every candidate for that pair's best."""
+def first(key: Any, ties: tuple, keep: int) -> tuple[Any, float]:
+    """Positions of the ``keep`` smallest entries of ``key``, ties broken by the arrays ``ties()`` give in
+    turn and then by position; and the smallest key left out. Exact, with one partition per key."""
     import numpy as np
 
-    group = at.axis(2) * shape[3] + at.axis(3)
-    low = np.full(shape[2] * shape[3], np.inf)
-    np.minimum.at(low, group, price)
-    return idx[price == low[group]]
-
-
-def first(keys: tuple, size: int, keep: int) -> Any:
-    """Positions of the ``keep`` smallest of ``size`` entries by the keys in turn (each a callable giving an
-    array), ties after the last key by position: exact, with one partition per key."""
-    import numpy as np
-
-    chosen = []
-    cand = np.arange(size)
-    for key in keys:
+    kth = np.partition(key, keep - 1)[keep - 1]
+    chosen = [np.flatnonzero(key < kth)]
+    keep -= len(chosen[0])
+    cand = np.flatnonzero(key == kth)
+    rest = kth if len(cand) > keep else float(np.min(key, where=key > kth, initial=np.inf))
+    for tie in ties:
         if len(cand) <= keep:
             break
-        v = key()[cand]
-        kth = np.partition(v, keep - 1)[keep - 1]
-        below = cand[v < kth]
+        v = tie()[cand]
+        kth_v = np.partition(v, keep - 1)[keep - 1]
+        below = cand[v < kth_v]
         chosen.append(below)
         keep -= len(below)
-        cand = cand[v == kth]
+        cand = cand[v == kth_v]
     chosen.append(cand[:keep])
-    return np.sort(np.concatenate(chosen))
+    return np.sort(np.concatenate(chosen)), float(rest)
 
 
 class Front:
@@ -164,20 +134,19 @@ class Front:
         sample = np.flatnonzero(fit[::self.STRIDE]) * self.STRIDE
         seed = pareto_front(x[sample], y[sample])
         px, py = np.concatenate((self.x, x[sample][seed])), np.concatenate((self.y, y[sample][seed]))
-        lo, hi = float(x[fit].min()), float(x[fit].max())
-        keep = np.flatnonzero(fit & ~self._below(x, y, px, py, lo, hi))
+        keep = np.flatnonzero(self._clear(x, y, px, py) & fit)
         self.merge(to_grid(keep), x[keep], y[keep])
 
-    def _below(self, x: Any, y: Any, px: Any, py: Any, lo: float, hi: float) -> Any:
-        """Whether some staircase point has a larger x (a higher bucket) and at least the same y."""
+    def _clear(self, x: Any, y: Any, px: Any, py: Any) -> Any:
+        """Whether no staircase point has a larger x (a higher bucket) and at least the same y."""
         import numpy as np
 
+        lo, hi = float(x.min()), float(x.max())
         scale = (self.BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
         top = np.full(self.BUCKETS + 1, -np.inf)
         np.maximum.at(top, np.clip(((px - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1), py)
         above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the buckets above each one
-        at = np.clip(((x - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1)  # cells that do not fit: anywhere
-        return above[at] >= y
+        return above[((x - lo) * scale).astype(np.int64)] < y
 
     def merge(self, flat: Any, x: Any, y: Any) -> None:
         import numpy as np
