@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
 from napkin.plan.serve import PlanServeRequest, evaluate_compact, evaluate_grid, grid, pareto_front
-from napkin.plan.serve.request import objectives
+from napkin.plan.serve.request import grid_size, objectives
 from napkin.request import parse_request
 
 
@@ -136,3 +136,15 @@ def test_the_grid_counts_every_configuration_it_was_asked():
     req = request(rate="1/s", gpu="h100-sxm,h200", precision="bf16,fp8", prompt="1000,2000", output="300")
     g = evaluate_compact(req, objectives=objectives(req), keep=1)
     assert g.axes.configurations == 4 * 4 * 4 * 2 * 1 * 17  # hardware x GPUs x TP x prompt x output x batch
+
+
+def test_the_web_cap_counts_with_the_planners_own_count():
+    """One count (request.grid_size) for the plan and the web page's cap: prompt and output lengths are axes,
+    repeated values count once; before the catalog is read every (GPU, precision) asked is a row."""
+    from napkin.web.calculation import GRID_SIZE
+
+    req = request(rate="1/s", gpu="h100-sxm,h200", precision="bf16,fp8", prompt="1000,2000,1000",
+                  output="100,300,500", batch="8,64", max_gpus=16)
+    g = evaluate_compact(req, objectives=objectives(req), keep=1)
+    assert g.axes.configurations == 4 * 5 * 5 * 2 * 3 * 2 == grid_size(req) == GRID_SIZE["plan-serve"](req)
+    assert grid_size(req, hardware_rows=3) == 3 * 5 * 5 * 2 * 3 * 2

@@ -29,11 +29,10 @@ WEB_GRID_CAP = 200_000
 
 
 def _plan_serve_grid(req: Any) -> int:
-    """Configurations plan-serve evaluates: (GPU, precision) × replica sizes × TP degrees × prompts × outputs
-    × batches."""
-    sizes = sum(1 for i in range(7) if 2**i <= req.max_gpus)
-    lengths = len(set(req.prompt)) * len(set(req.output))
-    return len(req.gpu) * len(req.precision) * sizes * sizes * lengths * len(set(req.batch))
+    """Configurations plan-serve counts, before the catalog is read (the planner's own count)."""
+    from napkin.plan.serve.request import grid_size
+
+    return grid_size(req)
 
 
 # The numbers the web takes, in size, in base units (0 aside): no physical input to these calculators is

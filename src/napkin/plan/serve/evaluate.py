@@ -44,7 +44,7 @@ def evaluate(req: PlanServeRequest, r: Report, *, objectives: dict[str, float], 
     r.note(f"evaluated in {len(parts)} chunks on the {req.executor} executor")
     first = parts[0]
     ax = gr.Axes(sum((p.axes.hw for p in parts), []), first.axes.pairs, first.axes.sizes, first.axes.prompt,
-                 first.axes.output, first.axes.batch)
+                 first.axes.output, first.axes.batch, sum(p.axes.configurations for p in parts))
     per_row = int(np.prod(ax.shape[1:]))
     offsets = np.cumsum([0] + [len(p.axes.hw) * per_row for p in parts])
     join = lambda name: np.concatenate([getattr(p, name) for p in parts], axis=0)  # noqa: E731

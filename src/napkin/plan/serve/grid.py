@@ -28,9 +28,8 @@ from napkin.hardware import bytes_per_value
 
 from . import select
 from .hardware import columns, hardware_rows, rows_of
-from .request import PlanServeRequest, _scale_out
+from .request import PlanServeRequest, _scale_out, grid_size, replica_sizes
 
-SIZES = tuple(2**i for i in range(7))
 CHUNK_CELLS = 24_576  # cells per chunk: ~200 kB a temporary, inside the caches of a laptop or a server core
 
 # status of a cell: not a valid split of the model, valid but out of memory, fits, meets the mean objectives
@@ -47,15 +46,12 @@ class Axes:
     prompt: Any
     output: Any
     batch: Any
+    configurations: int = 0  # the cells the plan counts (request.grid_size): every (hardware, GPUs, TP) with
+    # every workload and batch, valid or not
 
     @property
     def shape(self) -> tuple[int, ...]:
         return (len(self.hw), len(self.pairs), len(self.prompt), len(self.output), len(self.batch))
-
-    @property
-    def configurations(self) -> int:
-        """The cells the plan counts: every (hardware, GPUs, TP) with every workload and batch, valid or not."""
-        return len(self.hw) * len(self.sizes) ** 2 * len(self.prompt) * len(self.output) * len(self.batch)
 
     def pair_columns(self) -> tuple[Any, Any, Any]:
         """GPUs, TP degree and pipeline stages of each pair, shaped (1, pairs, 1, 1, 1)."""
@@ -93,12 +89,12 @@ def axes(req: PlanServeRequest, r: Report, m: Any) -> Axes:
     import numpy as np
 
     hw = hardware_rows(req, r)
-    sizes = [s for s in SIZES if s <= req.max_gpus]
+    sizes = replica_sizes(req.max_gpus)
     pairs = [(n, t) for n in sizes for t in sizes
              if t <= n and n % t == 0 and m.n_heads % t == 0 and n / t <= m.n_layers]
     as_array = lambda v: np.array(sorted(set(float(x) for x in (v if isinstance(v, list) else [v]))))  # noqa: E731
     return Axes(hw, pairs, sizes, as_array(req.prompt), as_array(req.output),
-                np.array(sorted(set(req.batch)), dtype=float))
+                np.array(sorted(set(req.batch)), dtype=float), grid_size(req, len(hw)))
 
 
 def workload(m: Any, *, prompt: Any, output: Any, chunk: float, pp: Any, B: Any, prefix: Any) -> dict[str, Any]:

@@ -17,6 +17,9 @@ DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 
 DEFAULT_TTFT_S = 0.5  # the mean objectives when neither a mean nor a p99 objective is given
 DEFAULT_TPOT_S = 0.05
 _SCALE_OUT = units.format(catalog.default_value("scale_out_bytes_per_s_per_gpu"), "bytes_per_s")
+SIZES = tuple(2**i for i in range(7))  # GPUs per replica and TP degrees the plan searches: powers of two to 64
+
+
 class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str, field("name", "catalog model or path to a Hugging Face config.json")]
     rate: Annotated[float | None, field("per_s", "requests per second to serve (none: find each configuration's "
@@ -78,6 +81,23 @@ def _scale_out(req: PlanServeRequest) -> float:
     if req.scale_out_bandwidth is not None:
         return req.scale_out_bandwidth
     return catalog.default_value("scale_out_bytes_per_s_per_gpu")
+
+
+def replica_sizes(max_gpus: int) -> list[int]:
+    """GPUs per replica (and TP degrees) the plan searches: the powers of two up to ``max_gpus``."""
+    return [s for s in SIZES if s <= max_gpus]
+
+
+def grid_size(req: PlanServeRequest, hardware_rows: int | None = None) -> int:
+    """Configurations the plan counts: (GPU, precision) rows x GPUs per replica x TP degrees x prompts x
+    outputs x batches, valid splits or not (`napkin plan serve` prints it; the web page caps it).
+
+    ``hardware_rows``: the (GPU, precision) rows the catalog resolved; without it every pair asked
+    (an upper bound, known before the catalog is read).
+    """
+    rows = len(dict.fromkeys(req.gpu)) * len(dict.fromkeys(req.precision)) if hardware_rows is None else hardware_rows
+    lengths = len({float(p) for p in req.prompt}) * len({float(o) for o in req.output})
+    return rows * len(replica_sizes(req.max_gpus)) ** 2 * lengths * len(set(req.batch))
 
 
 def objectives(req: PlanServeRequest) -> dict[str, float]:
