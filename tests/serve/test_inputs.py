@@ -67,7 +67,6 @@ def test_serve_and_journey_word_a_missing_compute_precision_each_their_way():
     ("plan-serve", "chunk", "chunk_tokens"),
     ("plan-serve", "utilization", "plan_serve_utilization"),
     ("journey", "mfu", "journey_prefill_mfu"),
-    ("journey", "bandwidth_fraction", "journey_bandwidth_fraction"),
     ("journey", "disk_bandwidth", "disk_bandwidth_bytes_per_s"),
     ("journey", "usd_per_gpu_hour", "journey_usd_per_gpu_hour"),
     ("journey", "price_in", "api_usd_per_million_input"),
