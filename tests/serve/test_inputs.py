@@ -112,7 +112,7 @@ def test_assume_field_records_the_entry_note_and_the_basis():
 @pytest.mark.parametrize("argv, formula", [
     (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--batch", "16"], "operators.step_seconds"),
     (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "10/s", "--gpu", "h100", "--max-gpus", "8"], None),
-    (["journey"], "serving.prefill_step_parts"),
+    (["journey"], "operators.step_seconds"),
     (["bill", "claude-sonnet-4", "--as-of", "2025-10-01"], "bill.api_request_usd"),
 ])
 def test_cite_shows_formulas_and_sources_on_commands_that_print_their_own_tables(argv, formula):
