@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from napkin import catalog
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.formulas import operators as op

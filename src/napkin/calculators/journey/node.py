@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from napkin import catalog
 from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.derivation import Report
