@@ -59,7 +59,7 @@ JOURNEY_405B = (
     '  gemm_efficiency                          56.8%\n'
     '  bandwidth_efficiency                       86%\n'
     "  note: the operator model times Llama 3.1 405B's layers as the architecture has them (405.9B parameters); --params sets the meter and the napkin rules\n"
-    "  note: datasheet peaks are ceilings: the kernels reach gemm_efficiency of the dense peak on a large GEMM and bandwidth_efficiency of the HBM bandwidth (published measurements of the GPU family); the prefill and decode times below are the operator model's, as `napkin serve` computes them\n"
+    "  note: datasheet peaks are ceilings: the kernels reach gemm_efficiency of the dense peak on a large GEMM and bandwidth_efficiency of the HBM bandwidth (see the assumptions for where each comes from); the prefill and decode times below are the operator model's, as `napkin serve` computes them\n"
     '  note: the multiply-accumulate above is counted where it runs, in prefill: the meter does not move here, so Σ is exactly 2·N·(prompt + output)\n'
     '\n'
     '4. Prefill                                                   Σ 810 TFLOP\n'

@@ -59,8 +59,8 @@ def memory_wall(walk: Walk, t: Trip) -> None:
     r.step("decode_fraction_of_ridge", "decode intensity / ridge", value=intensity1 / t.ridge, unit="fraction")
     node.build(r, t, cprec)
     r.note("datasheet peaks are ceilings: the kernels reach gemm_efficiency of the dense peak on a large GEMM and "
-           "bandwidth_efficiency of the HBM bandwidth (published measurements of the GPU family); the prefill and "
-           "decode times below are the operator model's, as `napkin serve` computes them")
+           "bandwidth_efficiency of the HBM bandwidth (see the assumptions for where each comes from); the prefill "
+           "and decode times below are the operator model's, as `napkin serve` computes them")
     r.note("the multiply-accumulate above is counted where it runs, in prefill: the meter does not move here, so "
            "Σ is exactly 2·N·(prompt + output)")
     walk.close("memory_wall", r, 0.0)
