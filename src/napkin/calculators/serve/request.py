@@ -73,6 +73,14 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                                              "(default: fitted to published runs)", ge=0)] = None
     step_overhead: Annotated[float | None, field("seconds", "fixed cost of one step: scheduling, sampling "
                                                             "(default: fitted to published runs)", ge=0)] = None
+    peak: Annotated[float | None, field("flops_per_s", "dense peak per GPU at the compute precision by hand, "
+                                                   "replacing --gpu's datasheet figure (an SRAM part such as a Groq "
+                                                   "LPU or a Cerebras wafer, a future part)", gt=0)] = None
+    bandwidth: Annotated[float | None, field("bytes_per_s", "memory bandwidth per GPU by hand, replacing --gpu's "
+                                                            "datasheet HBM figure (on-chip SRAM is far faster)",
+                                             gt=0)] = None
+    memory: Annotated[float | None, field("bytes", "memory per GPU by hand, replacing --gpu's (an SRAM part holds "
+                                                   "hundreds of MB per chip)", gt=0)] = None
     usable: Annotated[float, field("fraction", "fraction of the GPU memory the runtime reports that weights and "
                                                "the KV cache may take")] = (
         catalog.default_value("serve_usable_memory_fraction"))

@@ -40,6 +40,9 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
+    mfu_convention: Annotated[str | None, field("choice", "the FLOPs convention --mfu was measured under, when it "
+                                                          "is not this plan's --flops-convention (it is converted)",
+                                                choices=flops.CONVENTIONS)] = None
     price: Annotated[float | None, field("usd_per_hour", "loaded $/GPU-hour (default: the catalog's dated "
                                                         "reference list price)", gt=0)] = None
     overhead: Annotated[dict[str, float], field("number", "overheads as multipliers on the final run's compute",

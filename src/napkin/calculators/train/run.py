@@ -62,7 +62,7 @@ def run_one(req: TrainRequest) -> TrainReport:
     r.set("precision", req.precision)
     peak = peak_of(r, g, req.precision, req.peak)
     r.set("dense_flops_per_s", peak, "flops_per_s")
-    mfu = resolve_mfu(r, req, n, g)
+    mfu = resolve_mfu(r, req, n, g, m)
     r.set("mfu", mfu, "fraction")
     goodput = resolve_goodput(r, req, goodput_in, d=d, peak=peak, mfu=mfu, fpt=fpt)
     r.set("goodput", goodput, "fraction")
