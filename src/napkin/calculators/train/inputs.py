@@ -76,9 +76,18 @@ def resolve_price(r: Report, price: float | None, g: Accelerator | None) -> tupl
     return value, f"reference list price, {when}"
 
 
-def resolve_tokens(r: Report, req: Any, m: ModelSpec | None) -> tuple[float, float | None]:
-    """(advanced tokens, unique tokens or None) from --tokens, --unique-tokens and --epochs."""
+def resolve_tokens(r: Report, req: Any, m: ModelSpec | None, fpt: float = 0.0) -> tuple[float, float | None]:
+    """(advanced tokens, unique tokens or None) from --tokens, --unique-tokens and --epochs, or a --flops
+    budget read at ``fpt`` FLOPs per token."""
     d, u, e = req.tokens, req.unique_tokens, req.epochs
+    budget = getattr(req, "flops", None)
+    if budget is not None:
+        if d is not None or u is not None:
+            raise InputError("flops", fmt(budget, "flops"), "and --tokens both fix the run's size",
+                             "give two of --flops, --params and --tokens")
+        d = r.step("advanced_tokens", "C / flops_per_token  (the budget read as tokens)", value=budget / fpt,
+                   unit="count", C=(budget, "flops"), flops_per_token=(fpt, "flops"))
+        return d, None
     if d is not None:
         if u is not None and e is not None:
             if abs(u * e - d) > 1e-9 * d:
@@ -142,7 +151,7 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None, m: 
         for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None)):
             r.warn(code, message)
         size = getattr(cal, "training_mfu_params", None)
-        if size and abs(size - n) / n > 0.5:
+        if size and n and abs(size - n) / n > 0.5:
             r.warn("mfu-model-size", f"the calibration's MFU was measured on a {fmt(size, 'count')}-parameter model; "
                                      f"MFU changes with model size, so measure on one near {fmt(n, 'count')}")
     else:

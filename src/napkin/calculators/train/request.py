@@ -19,6 +19,8 @@ DEFAULT_MAX_GPUS = 100_000  # the largest cluster a --deadline may ask for unles
 class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "catalog model or path to a config.json (instead of --params)")] = None
     params: Annotated[float | None, field("count", "parameters N (active parameters for MoE FLOPs)", gt=0)] = None
+    flops: Annotated[float | None, field("flops", "a compute budget in FLOPs: its time, GPU-hours and cost (with "
+                                                  "--params, read as tokens D = C / 6N)", gt=0)] = None
     tokens: Annotated[float | None, field("count", "advanced tokens D of the final run (the planning denominator)",
                                           gt=0)] = None
     unique_tokens: Annotated[float | None, field("count", "distinct tokens of data (the data-cost denominator)",
