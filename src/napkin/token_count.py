@@ -9,7 +9,7 @@ the rule of thumb 1 token ≈ 4 characters of English, and the result says it is
 estimate. Text is encoded as ordinary text: a literal ``<|endoftext|>`` in a file is
 counted like any other characters, never refused.
 
-Other tokenizers give other counts: Llama 3's 128,256-entry vocabulary splits the seed's
+Other tokenizers give other counts: Llama 3's 128,256-entry vocabulary splits the journey's
 question into 12 tokens, and so do o200k and cl100k; a paragraph of Hindi differs by
 encoding far more than a sentence of English does.
 """

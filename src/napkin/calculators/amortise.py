@@ -1,6 +1,6 @@
 """``napkin amortise``: spread the loaded training cost over the tokens a model will serve.
 
-Two views of the same fact (seeds 001 and 002): the training bill added to every
+Two views of the same fact: the training bill added to every
 million served tokens, and the served volume at which serving compute has matched
 the training run (3·D tokens, since training costs 6N per token and serving 2N), in
 years at a daily volume. The loaded cost is given, or planned by ``napkin train``.

@@ -2,7 +2,7 @@
 the self-hosted alternative with its break-even volume.
 
 Prices live in ``catalog/prices.toml`` under ``[api.<model>]``, each with the date it was
-in force and the provider's page; the bill says how old they are. The receipt of seed 003
+in force and the provider's page; the bill says how old they are. The receipt of one request
 (1,000 tokens in, 300 out at $3 / $15 per million: $0.0075) is the golden case.
 """
 

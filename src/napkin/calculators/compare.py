@@ -2,7 +2,7 @@
 
 Each candidate runs through the ``train`` calculator with its own peak, MFU and price,
 so every row has the same working as ``napkin train``. The first part listed is the
-baseline: seed 001 compares a newer part against the incumbent as
+baseline: a newer part is compared against the incumbent as
 
     relative_value = (peak / peak_baseline) · MFU / (price / price_baseline)
 

@@ -2,7 +2,7 @@
 
 One text: its tokens, characters, words, characters per token and words per token under
 one encoding. Several files: a comparison table with each file's tokens as a multiple
-of the first file's, which is how seed 003's point shows up: the same meaning costs
+of the first file's, which is how the tokenizer tax shows up: the same meaning costs
 several times more tokens in some languages (Amharic, Hindi) than in English.
 """
 

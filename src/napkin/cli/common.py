@@ -137,13 +137,14 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
                        extra: list[click.Parameter] | None = None,
                        after: Callable[[Any, Any, dict], Any] | None = None,
                        prepare: Callable[[dict, dict], dict] | None = None,
-                       skip: tuple[str, ...] = ()) -> click.Command:
+                       skip: tuple[str, ...] = (), progress: str | None = None) -> click.Command:
     """A click command for a registered calculator.
 
     ``prepare(raw, params)`` may complete the raw inputs before they are parsed.
     ``after(report, request, params)``
     may print extra output (a chart, a sweep) and return a replacement report, or None to
-    keep the original.
+    keep the original. ``progress`` says what a long calculation is doing, on a spinner on a
+    terminal (cli/spinner.py).
     """
     from napkin import calculators
 
@@ -164,7 +165,13 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
         req = parse_request(calc.request, raw)
         if save:
             write_config(save, to_raw(req), command=name or calc_name)
-        report = calc.run(req)
+        if progress is None:
+            report = calc.run(req)
+        else:
+            from napkin.cli.spinner import spinning
+
+            with spinning(progress, as_json=as_json):
+                report = calc.run(req)
         if after is not None:
             replaced = after(report, req, dict(params, as_json=as_json, explain=explain, cite=cite))
             if replaced is False:

@@ -59,9 +59,9 @@ def resolve_price(r: Report, price: float | None, g: Accelerator | None) -> tupl
         return price, "given"
     if g is None:
         illustrative = assume_default(r, "price", "illustrative_usd_per_gpu_hour", basis="reference")
-        r.warn("illustrative-price", f"no --price: using seed 001's illustrative {fmt(illustrative, 'usd_per_hour')} "
+        r.warn("illustrative-price", f"no --price: using an illustrative {fmt(illustrative, 'usd_per_hour')} "
                                      "per GPU-hour; give --price with your loaded rate")
-        return illustrative, "illustrative seed figure"
+        return illustrative, "illustrative figure"
     ref = catalog.gpu_hour_price(g.key)
     if ref is None:
         raise InputError("price", "nothing", f"is required: the catalog has no reference price for the {g.name}",

@@ -1,6 +1,6 @@
 """`napkin train`, step by step: FLOPs, throughput, GPU-hours, the cluster, cost, energy and training state.
 
-The arithmetic (:mod:`napkin.formulas.training`, seeds 000, 001 and 002)::
+The arithmetic (:mod:`napkin.formulas.training`; Kaplan et al. 2020 for 6ND, Chowdhery et al. 2022 for MFU)::
 
     tokens_per_gpu_s = peak · MFU · goodput / flops_per_token
     gpu_hours        = D / tokens_per_gpu_s / 3600
@@ -115,7 +115,7 @@ def _cost(r: TrainReport, req: TrainRequest, *, hours: float, price: float, d: f
                unit="number", **{k: v for k, v in req.overhead.items()})
     else:
         r.note("no --overhead given: loaded equals marginal plus fixed spend; experiments, lost work, evaluation "
-               "and idle capacity typically more than double it (seed 001)")
+               "and idle capacity typically more than double it (give them as --overhead NAME=multiplier)")
     data = req.data_usd or 0.0
     if req.fixed_usd:
         r.set("fixed_usd", req.fixed_usd, "usd")
