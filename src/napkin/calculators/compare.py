@@ -45,7 +45,7 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
                                                            "catalog needs one)", gt=0,
                                             example="next-gen=2.2P")] = {}
     goodput: Annotated[float | None, field("fraction", f"goodput, the same on every part (default "
-                                                       f"{catalog.default_value('training_goodput'):.2f}, assumed)")] = None
+                                                       f"{catalog.default_value('training_goodput'):.0%}, assumed)")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None

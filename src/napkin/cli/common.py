@@ -78,7 +78,7 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
             unit_hint = f" [{units.EXPECTED[info.kind]}]"
         elif info.kind == "choice":
             unit_hint = f" [{' | '.join(info.meta.get('choices', []))}]"
-        default = "" if info.default in (None, msgspec_nodefault(), [], {}) else f" (default {info.default})"
+        default = "" if info.default in (None, msgspec_nodefault(), [], {}) else f" (default {shown_default(info)})"
         help_ = (info.doc + unit_hint + default).strip()
         if info.meta.get("positional"):
             params.append(click.Argument([info.name], required=False,
@@ -93,6 +93,21 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
             params.append(click.Option([info.option, *info.alias_options, info.name], default=None, help=help_,
                                        multiple=bool(info.container), metavar=_metavar(info)))
     return params
+
+
+def shown_default(info: Any) -> str:
+    """A field's default as a reader types it: in its unit (``10 GB/s``, ``80%``, ``1,000``), never a raw
+    float (``10000000000.0``)."""
+    from napkin import units
+
+    v = info.default
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)) and info.kind in units.KINDS:
+        return units.format(v, info.kind)
+    if isinstance(v, float) and v == int(v):
+        return str(int(v))
+    return str(v)
 
 
 def msgspec_nodefault() -> Any:

@@ -38,9 +38,9 @@ class CheckRequest(S, kw_only=True, forbid_unknown_fields=True):
                                              f"{catalog.default_value('default_gpu')}, stated as an assumption)")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
     mfu: Annotated[float | None, field("fraction", "MFU of the run (default "
-                                                  f"{catalog.default_value('reference_mfu')}, a reference)")] = None
+                                                  f"{catalog.default_value('reference_mfu'):.0%}, a reference)")] = None
     goodput: Annotated[float | None, field("fraction", "fraction of paid time making progress (default "
-                                                       f"{catalog.default_value('claim_goodput'):g}: the most "
+                                                       f"{catalog.default_value('claim_goodput'):.0%}: the most "
                                                        "generous reading)")] = None
     price: Annotated[float | None, field("usd_per_hour", "price of one GPU-hour (default: the catalog's)", gt=0)] = None
 

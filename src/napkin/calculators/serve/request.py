@@ -93,7 +93,7 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     draft: Annotated[str | None, field("name", "draft model for speculative decoding")] = None
     draft_tokens: Annotated[int, field("int", "tokens the draft proposes per verification", gt=0, le=64)] = 4
     acceptance: Annotated[float | None, field("fraction", "probability the target accepts a drafted token "
-                                                         f"(default {_ACCEPTANCE})", ge=0, le=1)] = None
+                                                         f"(default {_fmt(_ACCEPTANCE, 'fraction')})", ge=0, le=1)] = None
     scale_out_bandwidth: Annotated[float | None, field(
         "bytes_per_s", "per-GPU bandwidth, one direction, of traffic that leaves the scale-up domain (TP beyond it, "
         f"KV moved between disaggregated replicas; default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None

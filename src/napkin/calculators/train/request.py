@@ -33,9 +33,9 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     deadline: Annotated[float | None, field("seconds", "calendar time allowed (gives the GPUs needed)", gt=0)] = None
     max_gpus: Annotated[int, field("int", "largest cluster a --deadline may ask for", gt=0)] = DEFAULT_MAX_GPUS
     mfu: Annotated[float | None, field("fraction", f"model FLOPs utilisation (default "
-                                                  f"{catalog.default_value('training_mfu'):.2f}, assumed)")] = None
+                                                  f"{catalog.default_value('training_mfu'):.0%}, assumed)")] = None
     goodput: Annotated[str | None, field("text", "fraction of paid time making progress (default "
-                                                 f"{catalog.default_value('training_goodput'):.2f}, assumed), "
+                                                 f"{catalog.default_value('training_goodput'):.0%}, assumed), "
                                                  "or 'auto' from an interruption rate (--mtbf-per-gpu, --cluster-mtbf "
                                                  "or --interruptions/--period), --checkpoint-time and "
                                                  "--restart-time, as `napkin goodput` takes them")] = None
