@@ -155,15 +155,18 @@ def warn_if_stale_prices(report: Report, entries: list[tuple[Any, str]]) -> None
     Trap: a price is a date, not a constant: GPU-hour list prices moved 20-40% in a year, so a
     ranking or a cost read from an old price can be wrong by more than the gaps it shows.
     """
-    old = []
+    old: list[str] = list(getattr(report, "_stale_prices", []))  # one warning for all of a report's old prices
     for entry, what in entries:
         age = catalog.price_age_days(entry.date)
         if age > catalog.STALE_AFTER_DAYS:
             value = getattr(entry, "usd_per_gpu_hour", None)
             shown = f"{fmt(value, 'usd_per_hour')}, " if value is not None else ""
-            old.append(f"{what} ({shown}{entry.date}, {age} days)")
+            if f"{what} ({shown}{entry.date}, {age} days)" not in old:
+                old.append(f"{what} ({shown}{entry.date}, {age} days)")
     if not old:
         return
+    report._stale_prices = old  # type: ignore[attr-defined]
+    report.warnings = [w for w in report.warnings if w.code != "stale-price"]
     whose = f"the catalog price of {old[0]} is" if len(old) == 1 else f"the catalog prices of {', '.join(old)} are"
     report.warn("stale-price", f"{whose} older than {catalog.STALE_AFTER_DAYS} days: GPU-hour prices move 20-40% "
                                "in a year; check today's rate" + ("s" if len(old) > 1 else "") + " and give --price")

@@ -133,7 +133,8 @@ def hand_figures(r: Report, req: ServeRequest, base: Accelerator, g: Accelerator
     if g is not base:
         what = [k for k in ("peak", "bandwidth", "memory") if getattr(req, k) is not None]
         words = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
-        r.warn("figures-by-hand", f"the {words} given by hand replace the {base.name}'s; its kernel efficiencies, fixed costs, "
+        r.warn("figures-by-hand", f"the {words} given by hand {'replace' if len(what) > 1 else 'replaces'} the "
+                                  f"{base.name}'s; its kernel efficiencies, fixed costs, "
                                   "link and scale-up domain still apply (measured on GPUs with HBM): give "
                                   "--gemm-efficiency, --bandwidth-efficiency and --layer-overhead for the part, and "
                                   "the error bar does not cover it")
