@@ -275,6 +275,7 @@ BUDGET = (
     '  price                   $2/h\n'
     '  price_basis             given\n'
     '  marginal_usd            $59.26M\n'
+    '  loaded_usd              $59.26M\n'
     '  energy_kwh              20.74 GWh\n'
     '  cluster_power_w         11.47 MW\n'
     '  energy_household_years  1,936\n'
@@ -467,3 +468,11 @@ def test_tokens_reads_a_path_and_standard_input(run_cli, tmp_path, monkeypatch):
     assert json.loads(run_cli("tokens", "--text", "q.txt", "--json").stdout)["characters"] == 5
     s = json.loads(run_cli("tokens", "-", "--json", input="How many r are in strawberry?\n").stdout)
     assert s["tokens"] == 7 and "standard input" in s["notes"][-1]
+
+
+def test_budget_sweeps_and_refuses_what_needs_tokens(run_cli):
+    """A FLOP budget varied over parts: GPU-hours, wall time, price and cost, no $/M (no tokens to divide by)."""
+    out = run_cli("train", "--flops", "1e24", "--vary", "gpu=h100,b200", "--gpus", "1000").stdout
+    assert out.splitlines()[1].split() == ["gpu", "GPU-hours", "wall", "$/GPU-h", "marginal", "loaded"]
+    err = run_cli("train", "--flops", "1e24", "--sensitivity", code=1).stderr
+    assert err.startswith("error: sensitivity: moves loaded $/M tokens, and a budget of FLOPs alone has no tokens")

@@ -31,6 +31,9 @@ def run_budget(req: TrainRequest) -> TrainReport:
             raise InputError(name, getattr(req, name), "needs a model, and --flops without --params or --model "
                              "is a budget of FLOPs alone", "give --params N (the budget is then read as tokens), "
                              f"or drop --{name.replace('_', '-')}")
+    if req.sensitivity:
+        raise InputError("sensitivity", "yes", "moves loaded $/M tokens, and a budget of FLOPs alone has no tokens",
+                         "give --params N with --flops (the budget is then read as tokens)")
     if req.gpus is not None and req.deadline is not None:
         raise InputError("deadline", fmt(req.deadline, "seconds"), "cannot be given with --gpus",
                          "give --gpus K for the wall time, or --deadline for the GPUs needed")
@@ -60,12 +63,10 @@ def run_budget(req: TrainRequest) -> TrainReport:
     r.set("price_basis", basis)
     marginal = r.step("marginal_usd", "gpu_hours · price", value=T.marginal_usd(hours, usd_per_gpu_hour=price),
                       unit="usd", gpu_hours=(hours, "count"), price=(price, "usd_per_hour"), cites=T.marginal_usd)
-    if req.overhead or req.fixed_usd:
-        overheads = sum(req.overhead.values())
-        r.step("loaded_usd", "marginal · (1 + Σ overheads) + fixed",
-               value=T.loaded_usd(marginal, overhead_multiplier=overheads, fixed_usd=req.fixed_usd), unit="usd",
-               marginal=(marginal, "usd"), **{"Σ overheads": overheads}, fixed=(req.fixed_usd, "usd"),
-               cites=T.loaded_usd)
+    overheads = sum(req.overhead.values())
+    r.step("loaded_usd", "marginal · (1 + Σ overheads) + fixed",
+           value=T.loaded_usd(marginal, overhead_multiplier=overheads, fixed_usd=req.fixed_usd), unit="usd",
+           marginal=(marginal, "usd"), **{"Σ overheads": overheads}, fixed=(req.fixed_usd, "usd"), cites=T.loaded_usd)
     energy(r, req, g, hours, n_used)
     thresholds(r, c)
     r.note("a budget of FLOPs alone: give --params N (or --model) to read it as tokens, D = C / 6N, and a "

@@ -159,7 +159,9 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
     if "price" not in names and ("gpu" in names or len({r["price"] for r in rows if "price" in r}) > 1):
         cols.append(("price", "$/GPU-h", "usd_per_hour"))
     cols += [("marginal_usd", "marginal", "usd"), ("loaded_usd", "loaded", "usd")]
-    head = names + [c[1] for c in cols] + ["$/M marginal", "$/M loaded"]
+    cols = [c for c in cols if any(c[0] in r for r in rows)]  # a FLOP budget alone has no tokens per GPU-s
+    per_million = any("usd_per_million_tokens" in r for r in rows)  # ... and no $/M
+    head = names + [c[1] for c in cols] + (["$/M marginal", "$/M loaded"] if per_million else [])
     table = [head]
     for r, labels in zip(rows, itertools.product(*[vals for _, vals in axes])):
         cells = list(labels)  # as typed: 30%, 3/h
@@ -167,8 +169,9 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
             cells += ["infeasible"] + ["-"] * (len(head) - len(names) - 1)
         else:
             cells += [fmt(r[k], kind) if k in r else "-" for k, _, kind in cols]
-            per_m = r["usd_per_million_tokens"]
-            cells += [fmt(per_m["marginal"], "usd_per_million"), fmt(per_m["loaded"], "usd_per_million")]
+            if per_million:
+                per_m = r["usd_per_million_tokens"]
+                cells += [fmt(per_m["marginal"], "usd_per_million"), fmt(per_m["loaded"], "usd_per_million")]
         table.append(cells)
     widths = [max(len(t[i]) for t in table) for i in range(len(head))]
     lines = [f"{title}, as {' and '.join(names)} {'vary' if len(names) > 1 else 'varies'}"]
