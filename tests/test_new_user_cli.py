@@ -32,8 +32,7 @@ CHECK_2M = (
     "  verdict_reason                    the claimed cost needs MFU 100.4% on Instinct MI300X (the most favourable part in the catalog) at $1.50/h (the lowest price its catalog source documents): more than the GPUs' dense peak, so 6·N·D cannot fit in it; on H100 SXM at its own $2.95/h it would need MFU 261%\n"
     '  verdict_assumptions               [Instinct MI300X dense bf16 peak 1.307 PFLOP/s, every paid hour productive (goodput 1), price $1.50/h for Instinct MI300X, the lowest price its catalog source documents]\n'
     '  omitted                           [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
-    "warning [stale-price]: the catalog price of the H100 SXM ($2.95/h, 2026-05-20, 195 days) is older than 180 days: GPU-hour prices move 20-40% in a year; check today's rate and give --price\n"
-    "warning [stale-price]: the catalog price of the Instinct MI300X ($1.99/h, 2026-05-18, 197 days) is older than 180 days: GPU-hour prices move 20-40% in a year; check today's rate and give --price\n"
+    "warning [stale-price]: the catalog prices of the H100 SXM ($2.95/h, 2026-05-20, 195 days), the Instinct MI300X ($1.99/h, 2026-05-18, 197 days) are older than 180 days: GPU-hour prices move 20-40% in a year; check today's rates and give --price\n"
     'assumed: gpu = h100-sxm; precision = bf16; mfu = 40%; goodput = 100%\n'
     "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H100 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
 )
@@ -60,8 +59,7 @@ CHECK_2M_FP8 = (
     "  verdict_reason                    the claimed cost needs MFU 50.2% on Instinct MI300X (the most favourable part in the catalog) at $1.50/h (the lowest price its catalog source documents), not above the ~60% that large runs reach, but it is 0.80× one run's compute there at MFU 40%: it leaves nothing for what a production cost adds (see omitted); on H100 SXM at its own $2.95/h it would need MFU 130%\n"
     '  verdict_assumptions               [Instinct MI300X dense fp8 peak 2.615 PFLOP/s, every paid hour productive (goodput 1), price $1.50/h for Instinct MI300X, the lowest price its catalog source documents, MFU 40% (reference)]\n'
     '  omitted                           [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
-    "warning [stale-price]: the catalog price of the H100 SXM ($2.95/h, 2026-05-20, 195 days) is older than 180 days: GPU-hour prices move 20-40% in a year; check today's rate and give --price\n"
-    "warning [stale-price]: the catalog price of the Instinct MI300X ($1.99/h, 2026-05-18, 197 days) is older than 180 days: GPU-hour prices move 20-40% in a year; check today's rate and give --price\n"
+    "warning [stale-price]: the catalog prices of the H100 SXM ($2.95/h, 2026-05-20, 195 days), the Instinct MI300X ($1.99/h, 2026-05-18, 197 days) are older than 180 days: GPU-hour prices move 20-40% in a year; check today's rates and give --price\n"
     'assumed: gpu = h100-sxm; mfu = 40%; goodput = 100%\n'
 )
 
