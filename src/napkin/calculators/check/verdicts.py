@@ -144,17 +144,7 @@ def usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, pr
     if best is not None and best is not v and best.price / best.peak >= v.price / v.peak:
         best = None  # the verdict's reading is already the more generous: nothing to add
     if best is not None:
-        r.set("most_favourable_gpu", best.key)
-        r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
-        r.assume("most_favourable_usd_per_gpu_hour", best.price,
-                 f"{best.key}: {best.basis}: " + price_note(best.key, catalog.gpu_hour_prices()[best.key]),
-                 unit="usd_per_hour", basis="catalog")
-        r.step("most_favourable_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)",
-               value=econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
-                                              dense_flops_per_s=best.peak, goodput=goodput),
-               unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
-               peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}",
-               cites=econ.implied_mfu_for_usd)
+        _most_favourable(r, best, c=c, claimed=claimed, goodput=goodput)
     listed.insert(0, f"{v.name} dense {req.precision} peak {fmt(v.peak, 'flops_per_s')}")
     listed.append(f"price {fmt(v.price, 'usd_per_hour')} for {v.name}" + (" (given)" if v.basis == "given"
                                                                             else f", {v.basis}"))
@@ -186,3 +176,18 @@ def usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, pr
             reason += (f"; the most favourable catalog reading, {best.name} at {fmt(best.price, 'usd_per_hour')} "
                        f"({best.basis}), would need MFU {fmt(best_mfu, 'fraction')}")
     return verdict, reason
+
+
+def _most_favourable(r: Report, best: Reading, *, c: float, claimed: float, goodput: float) -> None:
+    """The most favourable catalog reading of a claimed cost: its part, price and the MFU it needs there."""
+    r.set("most_favourable_gpu", best.key)
+    r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
+    r.assume("most_favourable_usd_per_gpu_hour", best.price,
+             f"{best.key}: {best.basis}: " + price_note(best.key, catalog.gpu_hour_prices()[best.key]),
+             unit="usd_per_hour", basis="catalog")
+    r.step("most_favourable_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)",
+           value=econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
+                                          dense_flops_per_s=best.peak, goodput=goodput),
+           unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
+           peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}",
+           cites=econ.implied_mfu_for_usd)
