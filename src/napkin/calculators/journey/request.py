@@ -28,7 +28,7 @@ RUNG_TITLES = {
 class JourneyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str, field("name", "catalog model or path to a Hugging Face config.json")] = "llama-3.1-405b"
     params: Annotated[float | None, field("count", "parameters N instead of the architecture's count "
-                                                   "(the seed rounds 405.9B to 405B)", gt=0)] = None
+                                                   "(405B reproduces the round figure of Llama 3's paper)", gt=0)] = None
     gpu: Annotated[str, field("name", "accelerator")] = "h100-sxm"
     gpus: Annotated[int, field("int", "GPUs the weights are sharded over", gt=0)] = 8
     precision: Annotated[str, field("precision", "weight precision, and the tensor-core precision of prefill")] = "fp8"
@@ -45,14 +45,15 @@ class JourneyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         catalog.default_value("api_usd_per_million_output"))
     mfu: Annotated[float, field("fraction", "model FLOPs utilisation of prefill (of the dense peak)")] = (
         catalog.default_value("journey_prefill_mfu"))
-    bandwidth_fraction: Annotated[float, field("fraction", "fraction of the memory bandwidth decode achieves (the "
-                                                           "seed's 0.5; serve assumes 0.8 of a tuned kernel)",
+    bandwidth_fraction: Annotated[float, field("fraction", "fraction of the memory bandwidth decode achieves (one "
+                                                           "request at half its floor; serve assumes 0.8 of a tuned "
+                                                           "kernel)",
                                                aliases=("bandwidth_efficiency",))] = (
         catalog.default_value("journey_bandwidth_fraction"))
     batch: Annotated[int, field("int", "sequences decoded together, for what batching changes", gt=0)] = 64
     disk_bandwidth: Annotated[float, field("bytes_per_s", "read bandwidth of the disk the weights load from", gt=0)] = (
         catalog.default_value("disk_bandwidth_bytes_per_s"))
-    usd_per_gpu_hour: Annotated[float, field("usd_per_hour", "rent of one GPU-hour (the seed's $3/h, not the "
+    usd_per_gpu_hour: Annotated[float, field("usd_per_hour", "rent of one GPU-hour (a round $3/h, not the "
                                                              "catalog's dated price)", ge=0, aliases=("price",))] = (
         catalog.default_value("journey_usd_per_gpu_hour"))
     training_tokens: Annotated[float | None, field("count", "training tokens D (default: the catalog's, where published)",
