@@ -83,7 +83,7 @@ class Assumption:
 
 @dataclass(frozen=True)
 class Warning:  # noqa: A001 - the domain word; never the builtin in this module's users
-    """A plausible input that falls into one of the seeds' traps."""
+    """A plausible input that falls into one of the classic traps (DESIGN: sparse peaks, query heads, busy GPUs, ...)."""
 
     code: str
     message: str

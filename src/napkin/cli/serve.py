@@ -177,13 +177,17 @@ class _PlanGroup(click.Group):
         return ["serve", "train"]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from napkin.cli.export import csv_option
+
         if name == "train":
-            return calculator_command("plan-train", name="train", after=_plan_train_after)
+            return calculator_command("plan-train", name="train", after=_plan_train_after, extra=[csv_option],
+                                      progress="plan train: searching parallel layouts")
         if name != "serve":
             return None
         return calculator_command(
-            "plan-serve", name="serve", after=_plan_after,
-            extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)"))
+            "plan-serve", name="serve", after=_plan_after, progress="plan serve: searching configurations",
+            extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)")
+            + [csv_option])
 
 
 def _plan_after(report: Any, req: Any, params: dict) -> bool:
@@ -191,7 +195,10 @@ def _plan_after(report: Any, req: Any, params: dict) -> bool:
 
     if params.get("chart"):
         write_chart(report, calculators.get("plan-serve").charts, params["chart"], params.get("chart_name"), "pareto")
+    from napkin.cli.export import export
+
     rows = report.get("ranking") or []
+    export(params, rows, what="")
     first = rows[0] if rows else {}
     if "simulated_ttft_p99_s" in first:
         title, cols = ("cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve "
@@ -223,6 +230,9 @@ TRAIN_COLUMNS: list[Column] = [
 
 
 def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
+    from napkin.cli.export import export
+
+    export(params, report.get("ranked") or [], what="")
     if params["as_json"]:
         return None  # the command prints the report itself (with --cite's citations)
     report.results.pop("best", None)  # the table's first row; --json keeps it
