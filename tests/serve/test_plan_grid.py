@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
-from napkin.plan.serve import PlanServeRequest, evaluate_compact, evaluate_grid, grid, pareto_front
+from napkin.plan.serve import PlanServeRequest, evaluate_compact, evaluate_grid, grid, pareto_front, select
 from napkin.plan.serve.request import grid_size, objectives
 from napkin.request import parse_request
 
@@ -141,10 +141,34 @@ def test_the_grid_counts_every_configuration_it_was_asked():
 def test_the_web_cap_counts_with_the_planners_own_count():
     """One count (request.grid_size) for the plan and the web page's cap: prompt and output lengths are axes,
     repeated values count once; before the catalog is read every (GPU, precision) asked is a row."""
-    from napkin.web.calculation import GRID_SIZE
+    from napkin.plan.serve import PLAN_SERVE
 
     req = request(rate="1/s", gpu="h100-sxm,h200", precision="bf16,fp8", prompt="1000,2000,1000",
                   output="100,300,500", batch="8,64", max_gpus=16)
     g = evaluate_compact(req, objectives=objectives(req), keep=1)
-    assert g.axes.configurations == 4 * 5 * 5 * 2 * 3 * 2 == grid_size(req) == GRID_SIZE["plan-serve"](req)
+    assert g.axes.configurations == 4 * 5 * 5 * 2 * 3 * 2 == grid_size(req) == PLAN_SERVE.grid_size(req)
     assert grid_size(req, hardware_rows=3) == 3 * 5 * 5 * 2 * 3 * 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(1e-3, 10.0), st.floats(1.0, 1e4), st.booleans()), min_size=2, max_size=200),
+       st.sampled_from([math.nan, math.inf, 1e-3]), st.integers(1, 199))
+def test_the_front_keeps_its_cells_beside_undefined_ones(cells, bad, cut):
+    """Found by the web fuzz: cells that do not fit may have an undefined TPOT (NaN) or an infinite one; the
+    staircase must neither index outside itself nor drop a cell that fits. The front over two chunks is the
+    brute-force front of the cells that fit."""
+    import warnings
+
+    tpot = np.array([c[0] for c in cells])
+    tps = np.array([c[1] for c in cells])
+    fit = np.array([c[2] for c in cells])
+    tpot[~fit & (np.arange(len(cells)) % 3 == 0)] = bad
+    front = select.Front()
+    cut = min(cut, len(cells) - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for part in (slice(0, cut), slice(cut, len(cells))):
+            front.add_chunk({"tpot": tpot[part], "tps": tps[part]}, fit[part], 1.0, lambda i, o=part.start: i + o)
+    x = 1.0 / tpot[fit]
+    want = np.flatnonzero(fit)[pareto_front(x, tps[fit])] if fit.any() else np.empty(0, dtype=np.int64)
+    assert sorted(front.flat.tolist()) == sorted(want.tolist())

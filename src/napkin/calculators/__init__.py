@@ -27,6 +27,8 @@ class Calculator:
     needs_measuring: str = ""
     # report -> {chart name: Vega-Lite spec dict}; used by --chart and the web page
     charts: Callable[[Any], dict[str, dict]] | None = None
+    # request -> the configurations a planner's grid counts (the web page caps it); None: not a grid
+    grid_size: Callable[[Any], int] | None = None
 
     def __call__(self, raw: dict | None = None, /, **kwargs: Any) -> Any:
         """Run from raw values (unit strings or numbers): ``calc({"params": "7B"})``."""

@@ -28,21 +28,12 @@ GRID_CAP_FIELDS = ("max_configurations", "max_configs", "max_grid")
 WEB_GRID_CAP = 200_000
 
 
-def _plan_serve_grid(req: Any) -> int:
-    """Configurations plan-serve counts, before the catalog is read (the planner's own count)."""
-    from napkin.plan.serve.request import grid_size
-
-    return grid_size(req)
-
-
 # The numbers the web takes, in size, in base units (0 aside): no physical input to these calculators is
 # larger than 1e30 (a frontier training run is about 1e26 FLOP, a year about 3e7 s) or smaller than 1e-30,
 # and within them the products and quotients a calculation forms stay far inside the range of a float;
 # 1.7e308 GPUs or 5e-324 tokens overflowed to inf or divided by zero (issue 15).
 WEB_NUMBER_RANGE = (1e-30, 1e30)
 
-# calculator name -> the size of the grid a request asks for (checked against WEB_GRID_CAP)
-GRID_SIZE: dict[str, Callable[[Any], int]] = {"plan-serve": _plan_serve_grid}
 
 def calculator(name: str) -> Any:
     """The registered Calculator (UnknownName for a name not in the registry).
@@ -155,8 +146,8 @@ def parse(name: str, raw: dict[str, Any]) -> Any:
         if isinstance(value, (int, float)) and value > WEB_GRID_CAP:
             raise InputError(cap, value, f"exceeds the web page's cap of {WEB_GRID_CAP:,}",
                              f"give at most {WEB_GRID_CAP:,}, or run the planner from the CLI")
-    if name in GRID_SIZE:
-        size = GRID_SIZE[name](req)
+    if calc.grid_size is not None:  # the planner's own count of the grid the request asks for
+        size = calc.grid_size(req)
         if size > WEB_GRID_CAP:
             raise InputError("grid", f"{size:,} configurations", f"exceeds the web page's cap of {WEB_GRID_CAP:,}",
                              f"consider fewer GPUs, precisions or batches, or run `{' '.join(command_words(name))}` "

@@ -21,7 +21,7 @@ from napkin.calculators import Calculator
 from .evaluate import evaluate, evaluate_grid
 from .grid import evaluate_compact, steady_state
 from .report import run_plan_serve
-from .request import PlanServeRequest
+from .request import PlanServeRequest, grid_size
 from .select import pareto_front
 
 
@@ -37,9 +37,9 @@ PLAN_SERVE = Calculator(
     "objectives; rank by cost per million output tokens; the throughput-interactivity Pareto front.",
     establishes="the cheapest configuration the roofline model says meets both objectives, and the trade-off curve",
     needs_measuring="real TTFT/TPOT under load (a load test at the chosen batch), queueing at the burst rate",
-    charts=_charts,
+    charts=_charts, grid_size=grid_size,
 )
 
 
-__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_compact", "evaluate_grid", "pareto_front",
+__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_compact", "evaluate_grid", "grid_size", "pareto_front",
            "run_plan_serve", "steady_state"]

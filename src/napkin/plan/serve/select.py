@@ -3,6 +3,7 @@ candidates (pruned by dominance), merged into the ranking (lexsort) and the fron
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from napkin.formulas import capacity as cap
@@ -142,11 +143,23 @@ class Front:
         import numpy as np
 
         lo, hi = float(x.min()), float(x.max())
+        if not math.isfinite(hi - lo):  # an infinite or undefined x (a degenerate request): span the finite ones
+            finite = x[np.isfinite(x)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         scale = (self.BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
         top = np.full(self.BUCKETS + 1, -np.inf)
-        np.maximum.at(top, np.clip(((px - lo) * scale).astype(np.int64), 0, self.BUCKETS - 1), py)
+        np.maximum.at(top, self._bucket(px, lo, scale, undefined=0), py)  # an undefined point dominates nothing
         above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the buckets above each one
-        return above[((x - lo) * scale).astype(np.int64)] < y
+        return above[self._bucket(x, lo, scale, undefined=self.BUCKETS - 1)] < y  # an undefined cell is kept
+
+    def _bucket(self, v: Any, lo: float, scale: float, *, undefined: int) -> Any:
+        """Each value's bucket along x (monotone in x, clipped to the staircase; NaN to ``undefined``)."""
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):  # inf * 0 when every finite x is the same
+            b = (v - lo) * scale
+        b = np.nan_to_num(b, copy=False, nan=undefined, posinf=self.BUCKETS - 1, neginf=0)
+        return np.clip(b, 0, self.BUCKETS - 1, out=b).astype(np.int64)
 
     def merge(self, flat: Any, x: Any, y: Any) -> None:
         import numpy as np
