@@ -172,3 +172,19 @@ def test_the_front_keeps_its_cells_beside_undefined_ones(cells, bad, cut):
     x = 1.0 / tpot[fit]
     want = np.flatnonzero(fit)[pareto_front(x, tps[fit])] if fit.any() else np.empty(0, dtype=np.int64)
     assert sorted(front.flat.tolist()) == sorted(want.tolist())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1.0, 2.0, 3.0, math.inf]), st.integers(1, 3), st.integers(1, 3)),
+                min_size=1, max_size=120), st.integers(1, 12))
+def test_first_is_the_lexicographic_order(rows, keep):
+    """The chunk's ``keep`` first cells by ($/M, total GPUs, TPOT, position), with ties as heavy as a grid's
+    ($/M repeats across batches), are the lexsort's; the key left out is the smallest not chosen."""
+    key = np.array([r[0] for r in rows])
+    gpus = np.array([r[1] for r in rows], dtype=float)
+    tpot = np.array([r[2] for r in rows], dtype=float)
+    keep = min(keep, len(rows))
+    chosen, rest = select.first(key, (lambda: gpus, lambda: tpot), keep)
+    order = np.lexsort((np.arange(len(rows)), tpot, gpus, key))
+    assert chosen.tolist() == sorted(order[:keep].tolist())
+    assert rest == (float(key[order[keep]]) if keep < len(rows) else math.inf)

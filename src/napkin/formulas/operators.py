@@ -103,17 +103,27 @@ def gemm_efficiency(tokens: Any, *, max_efficiency: Any, half_tokens: Any) -> An
     return max_efficiency * tokens / (tokens + half_tokens)
 
 
-def _roof(moved: Any, flops: Any, *, rates: Rates, flops_per_s: Any, efficiency: Any) -> OperatorTime:
-    mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
-    comp = flops / (flops_per_s * _maximum(efficiency, _TINY))
-    return OperatorTime(moved, flops, mem, comp, _maximum(mem, comp))
+def gemm_flops_per_s(tokens: Any, *, rates: Rates) -> Any:
+    """achieved = peak · max(η(M), ε)
+
+    The FLOP/s a GEMM with M = ``tokens`` rows reaches (η(M): gemm_efficiency), floored above 0.
+    The GEMMs of a step that share M and the rates (QKV and the attention output; an MLP's in and
+    out) share it: linear_time takes it as ``achieved``, so a swept grid computes it once for them.
+    Trap: the datasheet peak for a GEMM of a few rows (a decode step's M = batch) reaches a
+    fraction of it; η(M) carries that.
+    Source: as gemm_efficiency (Bekman's MAMF table; vLLM pull requests #17126 and #19566).
+    """
+    eta = gemm_efficiency(tokens, max_efficiency=rates.gemm_efficiency, half_tokens=rates.gemm_half_tokens)
+    return rates.dense_flops_per_s * _maximum(eta, _TINY)
 
 
-def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Rates, count: Any = 1.0) -> OperatorTime:
+def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Rates, count: Any = 1.0,
+                achieved: Any = None) -> OperatorTime:
     """t = count · max((K·N·b_w + M·(K + N)·b_a) / (bw · η_bw), 2·M·K·N / (peak · η(M)))
 
     ``count`` identical GEMMs of an [M × K] activation by a [K × N] weight: the weight is read
-    once per GEMM, the activations in and out, and 2·M·K·N FLOPs are done.
+    once per GEMM, the activations in and out, and 2·M·K·N FLOPs are done; ``achieved`` is
+    peak · η(M) (gemm_flops_per_s) when the caller has it already.
     Trap: adding the memory and compute times (a kernel streams and computes at once), or one
     max over the whole step (the weights' GEMMs and the KV cache's attention are different
     kernels: at a large batch the step is their sum).
@@ -123,8 +133,11 @@ def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Ra
     on = count * (tokens > 0) * (n > 0)
     moved = on * (k * n * bytes_per_weight + tokens * (k + n) * ACTIVATION_BYTES)
     flops = on * 2.0 * tokens * k * n
-    eta = gemm_efficiency(tokens, max_efficiency=rates.gemm_efficiency, half_tokens=rates.gemm_half_tokens)
-    return _roof(moved, flops, rates=rates, flops_per_s=rates.dense_flops_per_s, efficiency=eta)
+    if achieved is None:
+        achieved = gemm_flops_per_s(tokens, rates=rates)
+    mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
+    comp = flops / achieved
+    return OperatorTime(moved, flops, mem, comp, _maximum(mem, comp))
 
 
 def experts_touched(tokens: Any, *, n_experts: Any, top_k: Any) -> Any:
@@ -168,18 +181,24 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
     """
     w = shapes.mlp_bytes_per_weight
     rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
-    dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates),
-                 linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates))
+    a = gemm_flops_per_s(tokens, rates=rates)  # both GEMMs (and the shared experts') have M = tokens
+    dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates,
+                             achieved=a),
+                 linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
+                             achieved=a))
     if isinstance(shapes.moe_fraction, (int, float)) and shapes.moe_fraction == 0:
         return dense  # a dense model (a property of the model, not of a value swept): its expert terms are all 0
     touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
     per_expert = tokens * shapes.top_k / _maximum(touched, _TINY)
+    ae = gemm_flops_per_s(per_expert, rates=rates)
     moe = _add(linear_time(per_expert, k=shapes.d_model, n=shapes.expert_in_out, bytes_per_weight=w, rates=rates,
-                           count=touched),
+                           count=touched, achieved=ae),
                linear_time(per_expert, k=shapes.expert_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
-                           count=touched),
-               linear_time(tokens, k=shapes.d_model, n=shapes.shared_in_out, bytes_per_weight=w, rates=rates),
-               linear_time(tokens, k=shapes.shared_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates))
+                           count=touched, achieved=ae),
+               linear_time(tokens, k=shapes.d_model, n=shapes.shared_in_out, bytes_per_weight=w, rates=rates,
+                           achieved=a),
+               linear_time(tokens, k=shapes.shared_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
+                           achieved=a))
     return _add(_scale(dense, 1.0 - shapes.moe_fraction), _scale(moe, shapes.moe_fraction))
 
 
@@ -278,10 +297,12 @@ def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: A
     def layers(o: OperatorTime) -> OperatorTime:
         return _scale(o, L) if keep_work else OperatorTime(None, None, None, None, L * o.seconds)
 
+    a = gemm_flops_per_s(tokens, rates=rates)  # QKV and the attention output: the same M and rates
     return {
-        "qkv": layers(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates)),
+        "qkv": layers(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates,
+                                  achieved=a)),
         "attention_out": layers(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
-                                            rates=rates)),
+                                            rates=rates, achieved=a)),
         "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates)),
         "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates)),
         "elementwise": layers(elementwise_time(tokens, shapes=shapes, rates=rates)),

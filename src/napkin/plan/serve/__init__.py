@@ -41,5 +41,5 @@ PLAN_SERVE = Calculator(
 )
 
 
-__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_compact", "evaluate_grid", "grid_size", "pareto_front",
-           "run_plan_serve", "steady_state"]
+__all__ = ["PLAN_SERVE", "PlanServeRequest", "evaluate", "evaluate_compact", "evaluate_grid", "grid_size",
+           "pareto_front", "run_plan_serve", "steady_state"]

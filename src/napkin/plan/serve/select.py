@@ -86,10 +86,10 @@ def cheapest(req: PlanServeRequest, chunk: Any, price: Any, output: Any, f: dict
 
 def first(key: Any, ties: tuple, keep: int) -> tuple[Any, float]:
     """Positions of the ``keep`` smallest entries of ``key``, ties broken by the arrays ``ties()`` give in
-    turn and then by position; and the smallest key left out. Exact, with one partition per key."""
+    turn and then by position; and the smallest key left out. Exact, with at most one partition per key."""
     import numpy as np
 
-    kth = np.partition(key, keep - 1)[keep - 1]
+    kth = kth_smallest(key, keep)
     chosen = [np.flatnonzero(key < kth)]
     keep -= len(chosen[0])
     cand = np.flatnonzero(key == kth)
@@ -98,13 +98,24 @@ def first(key: Any, ties: tuple, keep: int) -> tuple[Any, float]:
         if len(cand) <= keep:
             break
         v = tie()[cand]
-        kth_v = np.partition(v, keep - 1)[keep - 1]
+        kth_v = kth_smallest(v, keep)
         below = cand[v < kth_v]
         chosen.append(below)
         keep -= len(below)
         cand = cand[v == kth_v]
     chosen.append(cand[:keep])
     return np.sort(np.concatenate(chosen)), float(rest)
+
+
+def kth_smallest(v: Any, k: int) -> Any:
+    """The k-th smallest entry of ``v`` (1-based): the minimum when at least k entries equal it (a grid's $/M
+    ties often: it depends on the replicas, GPUs and price, not the batch), else by np.partition."""
+    import numpy as np
+
+    low = v.min()
+    if np.count_nonzero(v == low) >= k:  # (a NaN minimum equals nothing: partition, which puts NaN last)
+        return low
+    return np.partition(v, k - 1)[k - 1]
 
 
 class Front:
@@ -142,15 +153,18 @@ class Front:
         """Whether no staircase point has a larger x (a higher bucket) and at least the same y."""
         import numpy as np
 
-        lo, hi = float(x.min()), float(x.max())
-        if not math.isfinite(hi - lo):  # an infinite or undefined x (a degenerate request): span the finite ones
-            finite = x[np.isfinite(x)]
-            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        lo, hi = float(x.min()), float(x.max())  # NaN if any x is
+        finite = math.isfinite(hi - lo)
+        if not finite:  # an infinite or undefined x (a degenerate request): span the finite ones
+            ok = x[np.isfinite(x)]
+            lo, hi = (float(ok.min()), float(ok.max())) if ok.size else (0.0, 0.0)
         scale = (self.BUCKETS - 1) / (hi - lo) if hi > lo else 0.0
         top = np.full(self.BUCKETS + 1, -np.inf)
         np.maximum.at(top, self._bucket(px, lo, scale, undefined=0), py)  # an undefined point dominates nothing
         above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the buckets above each one
-        return above[self._bucket(x, lo, scale, undefined=self.BUCKETS - 1)] < y  # an undefined cell is kept
+        # every x in [lo, hi]: its bucket as it stands; else clipped, an undefined cell kept
+        at = ((x - lo) * scale).astype(np.int64) if finite else self._bucket(x, lo, scale, undefined=self.BUCKETS - 1)
+        return above[at] < y
 
     def _bucket(self, v: Any, lo: float, scale: float, *, undefined: int) -> Any:
         """Each value's bucket along x (monotone in x, clipped to the staircase; NaN to ``undefined``)."""
