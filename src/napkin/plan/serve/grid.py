@@ -53,14 +53,6 @@ class Axes:
     def shape(self) -> tuple[int, ...]:
         return (len(self.hw), len(self.pairs), len(self.prompt), len(self.output), len(self.batch))
 
-    def pair_columns(self) -> tuple[Any, Any, Any]:
-        """GPUs, TP degree and pipeline stages of each pair, shaped (1, pairs, 1, 1, 1)."""
-        import numpy as np
-
-        n = np.array([p[0] for p in self.pairs], dtype=float).reshape(1, -1, 1, 1, 1)
-        t = np.array([p[1] for p in self.pairs], dtype=float).reshape(1, -1, 1, 1, 1)
-        return n, t, np.maximum(n / t, 1.0)
-
     def values(self) -> tuple[Any, Any, Any]:
         """Prompt, output and batch values shaped to their axes."""
         return (self.prompt.reshape(1, 1, -1, 1, 1), self.output.reshape(1, 1, 1, -1, 1),

@@ -126,7 +126,7 @@ class Front:
     and dropping it changes no other cell's verdict; the few left are merged by an exact sort.
     """
 
-    STRIDE = 61  # the chunk's sample that seeds the staircase
+    STRIDE = 61  # the chunk's sample whose front starts the staircase
     BUCKETS = 4096  # resolution of the staircase along x (coarser only keeps more cells: never a wrong drop)
 
     def __init__(self) -> None:
@@ -144,8 +144,8 @@ class Front:
         x = (1.0 / f["tpot"]).reshape(-1)  # tokens/s per user
         y = np.broadcast_to(f["tps"] / n, fits.shape).reshape(-1)  # tokens/s per GPU
         sample = np.flatnonzero(fit[::self.STRIDE]) * self.STRIDE
-        seed = pareto_front(x[sample], y[sample])
-        px, py = np.concatenate((self.x, x[sample][seed])), np.concatenate((self.y, y[sample][seed]))
+        start = pareto_front(x[sample], y[sample])
+        px, py = np.concatenate((self.x, x[sample][start])), np.concatenate((self.y, y[sample][start]))
         keep = np.flatnonzero(self._clear(x, y, px, py) & fit)
         self.merge(to_grid(keep), x[keep], y[keep])
 
