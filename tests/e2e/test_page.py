@@ -167,7 +167,8 @@ def test_every_tab_draws_its_result_and_charts_and_is_photographed(page, server,
         assert f"calc={name}" in page.url
         for chart in expected["charts"]:
             chart_svg(page, chart)
-        page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+        # a photograph, not a timing: a whole long tab takes seconds to capture on a busy machine
+        page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True, timeout=60_000)
         assert (screenshots / f"{name}.png").read_bytes().startswith(PNG)
     page.go_back()  # the previous tab comes back from the URL
     expect(page.locator(f"#tab-{calcs[-2]['name']}")).to_have_attribute("aria-selected", "true")

@@ -57,7 +57,9 @@ def test_the_journeys_rung_table_prints_each_figure_in_its_unit_as_the_cli_does(
         printed = {k: v for k, v in expected[title].items() if k in shown}
         assert {k: shown[k] for k in printed} == printed, title  # the terminal's figure, character for character
         assert len(printed) >= len(shown) - 1, title  # all but the prompt (printed above the rungs)
-    table.locator("tr", has_text="kv_bytes_per_sequence").screenshot(path=str(screenshots / "journey-decode-rung.png"))
+    page.wait_for_selector('.chart[data-ready="true"] svg')  # nothing above it moves any more
+    table.locator("tr", has_text="kv_bytes_per_sequence").screenshot(path=str(screenshots / "journey-decode-rung.png"),
+                                                                      timeout=60_000)
     watch.assert_clean()
 
 
@@ -136,7 +138,7 @@ def test_on_a_phone_the_answer_comes_first_and_chart_text_is_readable(page, serv
     sizes = _rendered_text_px(page)
     assert sizes and min(px for _, px in sizes) >= 11.9, sorted(sizes, key=lambda s: s[1])[:3]
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    page.screenshot(path=str(screenshots / f"phone-{calc}.png"))  # the first screen: the answer
+    page.screenshot(path=str(screenshots / f"phone-{calc}.png"), timeout=60_000)  # the first screen: the answer
     assert (screenshots / f"phone-{calc}.png").read_bytes().startswith(PNG)
     watch.assert_clean()
 
@@ -158,7 +160,7 @@ def test_on_a_phone_a_wide_table_scrolls_under_its_fixed_first_column(page, serv
     assert first.bounding_box()["x"] == pytest.approx(left, abs=1)  # the first column stays
     assert second.bounding_box()["x"] < left + first.bounding_box()["width"] - 100  # the rest scrolled under it
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    table.screenshot(path=str(screenshots / "phone-plan-serve-ranking.png"))
+    table.screenshot(path=str(screenshots / "phone-plan-serve-ranking.png"), timeout=60_000)
     watch.assert_clean()
 
 
