@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from napkin import catalog
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.formulas import operators as op
@@ -188,6 +187,15 @@ class Replica:
         return op.step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
                                  shapes=self.shapes, rates=self.rates, tp=self.tp)
 
+    def prefill_pairs(self, new_tokens: float, *, cached_tokens: float = 0.0) -> float:
+        """Causal query-key pairs of one prompt's prefill, averaged over the layers (a sliding window cuts some)."""
+        from napkin.formulas import serving as sv
+
+        m = self.model
+        flops = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new_tokens,
+                                                 cached_tokens=cached_tokens, causal=True, **m.window()))
+        return flops / (4.0 * m.n_layers * m.d_attn)
+
     def step_cost(self, max_tokens: int) -> sim.StepCost:
         """The separable step cost the load simulation runs on, tabulated for 0 .. max_tokens tokens."""
         import numpy as np
@@ -208,6 +216,26 @@ def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, k
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
                                     link_bytes_per_s_per_direction=link_bytes_per_s_per_direction), tp)
+
+
+ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))
+
+
+def error_bars(g: Accelerator) -> dict[str, str]:
+    """{answer: its error bar}: the out-of-sample median and max error `napkin validate` stored for each kind
+    of answer (throughput, TPOT, TTFT) on g's family, or on all points where the family has fewer than three."""
+    table = eff.error_bars()
+    fam = eff.family(g.key).key
+    out: dict[str, str] = {}
+    for key, group in ERROR_BAR_METRICS:
+        cells = table.get(group, {})
+        cell = cells.get(fam) if cells.get(fam, {}).get("n", 0) >= 3 else cells.get("all")
+        if not cell:
+            continue
+        where = "" if cell is not cells.get(fam) else g.name.split()[0] + " "
+        out[key] = (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} published "
+                    f"{where}points, out of sample")
+    return out
 
 
 def operator_rows(ops: dict[str, op.OperatorTime], *, step: str) -> list[dict]:
