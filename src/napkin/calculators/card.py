@@ -1,4 +1,4 @@
-"""The card at the end of the journey: numbers every AI engineer should know, computed.
+"""The card of numbers every AI engineer should know, computed.
 
 Every row is read off a journey run for the same model, accelerator and inputs, so each
 value comes with its formula and the rung where it was earned; ``--model`` and ``--gpu``

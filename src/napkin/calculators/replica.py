@@ -52,6 +52,37 @@ class Given:
     calibration: str | None = None
 
 
+def by_hand(g: Accelerator, *, precision: str, peak: float | None = None, bandwidth: float | None = None,
+            memory: float | None = None) -> Accelerator:
+    """``g`` with its datasheet figures replaced by figures given by hand, for a part the catalog does not
+    describe (an SRAM-based part such as a Groq LPU or a Cerebras wafer, a future part).
+
+    ``peak`` is the dense FLOP/s at ``precision`` (the precision the matmuls run at); the part's other
+    precisions keep the catalog's ratios to it. ``bandwidth`` replaces the memory bandwidth, ``memory``
+    the capacity per GPU (the runtime's and driver's figures go with it). Unchanged when none is given.
+    """
+    if peak is None and bandwidth is None and memory is None:
+        return g
+    import msgspec
+
+    changes: dict[str, Any] = {}
+    given = []
+    if peak is not None:
+        scale = peak / g.peak(precision)
+        changes["dense_flops_per_s"] = {p: v * scale for p, v in g.dense_flops_per_s.items()} | {precision: peak}
+        changes["sparsity_factor"] = None
+        given.append("peak")
+    if bandwidth is not None:
+        changes["memory_bytes_per_s"] = bandwidth
+        given.append("bandwidth")
+    if memory is not None:
+        changes.update(memory_bytes=memory, memory_bytes_reported=None, memory_bytes_runtime=None,
+                       memory_reported_source="")
+        given.append("memory")
+    words = given[0] if len(given) == 1 else ", ".join(given[:-1]) + " and " + given[-1]
+    return msgspec.structs.replace(g, name=f"{g.name} with {words} by hand", **changes)
+
+
 def memory_capacity_bytes(g: Accelerator, r: Report | None = None) -> float:
     """The memory the runtime reports (what engines budget against), else the driver's, else the datasheet's."""
     if g.memory_bytes_runtime:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from napkin import catalog
+from napkin.catalog.prices import today as prices_today
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import bill as billf
@@ -30,7 +31,7 @@ def run_bill(req: BillRequest) -> Report:
     if req.model is None and not custom and not req.compare:
         raise InputError("model", "nothing", "is required", "give an API model (`napkin catalog prices`), "
                                                             "--input-price and --output-price, or --compare")
-    today = parse_date(req.as_of, "as_of") if req.as_of else dt.date.today()
+    today = parse_date(req.as_of, "as_of") if req.as_of else prices_today()
     if custom:
         p = ApiPrice("custom", req.model or "custom prices", "", req.input_price, req.output_price,  # type: ignore[arg-type]
                      req.input_price, req.input_price, 0.0, None, None, None, None, None,  # type: ignore[arg-type]

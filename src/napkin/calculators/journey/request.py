@@ -30,7 +30,7 @@ class JourneyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str, field("name", "catalog model or path to a Hugging Face config.json")] = "llama-3.1-405b"
     params: Annotated[float | None, field("count", "parameters N instead of the architecture's count "
                                                    "for the FLOPs meter and the napkin rules (405B "
-                                                   "reproduces the round figures of the worked example); the "
+                                                   "reproduces the round figures of Llama 3's paper); the "
                                                    "operator model times the architecture", gt=0)] = None
     gpu: Annotated[str, field("name", "accelerator")] = "h100-sxm"
     gpus: Annotated[int, field("int", "GPUs the weights are sharded over", gt=0)] = 8

@@ -15,6 +15,8 @@ from .request import ServeRequest
 
 
 def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:
+    if s.by_hand:  # figures by hand: no published measurement covers the part
+        return
     out = error_bars(s.g)
     if out:
         r.set("error_bar", out)
