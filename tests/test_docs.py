@@ -70,6 +70,20 @@ def formula_functions() -> list[str]:
     return out
 
 
+def test_make_test_installs_the_docs_build():
+    """`make test` installs the [test] extra, which pulls in [docs] from PyPI: the site's build is part of the
+    suite, so a missing MkDocs, Material theme or mkdocstrings handler fails here (never a skip)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("llm-napkin[") and "docs" in req.split("[")[1] for req in extras["test"])
+    assert {req.split(">")[0].split("[")[0] for req in extras["docs"]} == {"mkdocs", "mkdocs-material", "mkdocstrings"}
+    assert ".[test]" in (ROOT / "Makefile").read_text() and "make test" in (ROOT / ".ci" / "run").read_text()
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "griffe", "yaml"):
+        importlib.import_module(module)  # ImportError: run `make test` (or pip install -e '.[docs]')
+    assert (BIN / "mkdocs").exists()
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """`mkdocs build --strict` into a temporary folder (never site/ in the checkout)."""
