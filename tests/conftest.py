@@ -6,6 +6,8 @@
   so the plain-text table is printed, exactly).
 * A skipped test fails the run: every part the suite needs must be installed
   (set NAPKIN_ALLOW_SKIP=1 to look at a partial environment by hand).
+* The precompiled catalogs (napkin.catalog.compiled) are written to a temporary folder
+  (NAPKIN_CACHE_DIR, inherited by every subprocess), never to the user's cache.
 * Hypothesis draws the same examples on every run (derandomized), so CI passes or fails on
   the code, not on the draw; NAPKIN_HYPOTHESIS=explore draws new ones each run (do that
   when changing a property, and keep any failure it finds as an explicit test).
@@ -13,13 +15,20 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import settings
+
+_CACHE = tempfile.mkdtemp(prefix="napkin-test-cache-")
+os.environ["NAPKIN_CACHE_DIR"] = _CACHE  # before anything loads a catalog
+atexit.register(shutil.rmtree, _CACHE, True)
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
