@@ -14,21 +14,21 @@ Results are kept in base units under keys that carry the unit as a suffix
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from napkin import units
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):  # a Struct, not a dataclass: made in C, so a plain answer starts fast
     """One line of working: ``name = formula`` with its values substituted."""
 
     name: str
     formula: str
     value: Any
     unit: str | None
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = msgspec.field(default_factory=dict)
     note: str = ""
     cites: str = ""  # the formula function that computed it, "napkin.formulas.<module>.<name>"
 
@@ -60,8 +60,7 @@ class Step:
         return line
 
 
-@dataclass(frozen=True)
-class Assumption:
+class Assumption(msgspec.Struct, frozen=True):
     """An input that was not given, or was given but not measured."""
 
     name: str
@@ -81,8 +80,7 @@ class Assumption:
         return out
 
 
-@dataclass(frozen=True)
-class Warning:  # noqa: A001 - the domain word; never the builtin in this module's users
+class Warning(msgspec.Struct, frozen=True):  # noqa: A001 - the domain word; never the builtin in this module's users
     """A plausible input that falls into one of the seeds' traps."""
 
     code: str
