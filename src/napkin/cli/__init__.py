@@ -44,10 +44,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> None:
+    import gc
+
     from napkin.cli.quick import answer
 
     args = sys.argv[1:] if argv is None else list(argv)
-    if answer(args):
+    gc.disable()  # a start allocates many objects and frees few: collecting them would only cost time
+    try:
+        answered = answer(args)
+    finally:
+        gc.enable()
+    if answered:
         sys.exit(0)
     from napkin.cli.group import cli
 
