@@ -14,6 +14,7 @@ Results are kept in base units under keys that carry the unit as a suffix
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -293,6 +294,8 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Sequence) and not isinstance(v, (str, bytes, bytearray)):  # rows made when read (a sweep's)
         return [_plain(x) for x in v]
     if hasattr(v, "to_dict") and not isinstance(v, type):
         return _plain(v.to_dict())

@@ -139,7 +139,8 @@ PROBE = ("import sys\nsys.argv = ['napkin', *{args!r}]\nfrom napkin.cli import {
          "print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}), file=sys.stderr)\n")
 
 
-@pytest.mark.parametrize("entry, call", [("main", "main()"), ("cli", "cli.main(args=sys.argv[1:], prog_name='napkin')")],
+@pytest.mark.parametrize("entry, call", [("main", "main()"),
+                                         ("cli", "cli.main(args=sys.argv[1:], prog_name='napkin')")],
                          ids=["quick path", "click path"])
 @pytest.mark.parametrize("args", [["memory", "--params", "70B", "--precision", "bf16", "--json"],
                                   ["memory", "--model", "llama-3.1-70b", "--context", "8k", "--gpu", "h100"]],
