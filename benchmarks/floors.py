@@ -122,9 +122,14 @@ def ledger(repeat: int, rows: int, memory: bool) -> None:
     print(f"              CPU {t['napkin'][1]:.2f} s against {t['polars'][1]:.2f} s: "
           f"{t['napkin'][1] / t['polars'][1]:.2f}x; medians of {repeat} interleaved runs, one process each")
     if memory:
-        a = argparse.Namespace(gb=1.0)
-        print("              ", end="", flush=True)
-        ledger_bench.memory(a)
+        import contextlib
+        import io
+
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            ledger_bench.memory(argparse.Namespace(gb=1.0))
+        for line in said.getvalue().splitlines():
+            print(f"              {line.strip()}")
 
 
 def plan_serve() -> None:

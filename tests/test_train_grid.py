@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import napkin
-from napkin.calculators.train import grid
+from napkin.calculators.train import grid, vary
 from napkin.calculators.train.vary import parse_vary, plan_rows, specs_of, vary_rows
 from napkin.errors import InputError
 
@@ -151,7 +151,7 @@ def test_more_than_a_thousand_combinations(monkeypatch):
 
 
 def test_a_sweep_too_large_for_memory_is_one_clear_error(monkeypatch):
-    monkeypatch.setattr(grid, "available_memory_bytes", lambda: 8e9)
+    monkeypatch.setattr(vary, "available_memory_bytes", lambda: 8e9)
     values = ",".join(str(i) for i in range(1, 1001))
     with pytest.raises(InputError) as err:
         napkin.train(**SEED, vary=[f"gpus={values}", f"fixed_usd={values}"])
@@ -160,4 +160,17 @@ def test_a_sweep_too_large_for_memory_is_one_clear_error(monkeypatch):
 
 
 def test_available_memory_is_a_positive_figure():
-    assert grid.available_memory_bytes() > 0
+    assert vary.available_memory_bytes() > 0
+
+
+def test_a_small_sweep_without_numpy_loaded_is_one_plan_each():
+    """Importing numpy for a few combinations would cost more than it saves: the CLI's small sweep stays
+    without it (checked in a fresh interpreter), and gives the reference's rows."""
+    import subprocess
+    import sys
+
+    code = ("import sys, napkin\n"
+            "r = napkin.train(params='7B', tokens='2T', price=2.5, vary=['mfu=0.3,0.4', 'gpus=8,16'])\n"
+            "print(type(r['vary']['rows']).__name__, 'numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["list", "False"]

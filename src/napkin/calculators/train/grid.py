@@ -33,29 +33,6 @@ ARRAY_INPUTS = ("mfu", "goodput", "price", "peak", "params", "tokens", "fixed_us
 CLUSTER = ("gpus", "deadline", "max_gpus")  # left out of a block's plan: the cluster is sized here
 
 
-def available_memory_bytes() -> float:
-    """Memory this process may still take: MemAvailable (Linux), within a cgroup's limit; 4 GiB when unknown."""
-    free = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    free = float(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            limit = fh.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as fh:
-            used = float(fh.read().strip())
-        if limit != "max":
-            free = min(free if free is not None else math.inf, float(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return free if free is not None else 4.0 * 2**30
-
-
 def _is_auto(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == "auto"
 

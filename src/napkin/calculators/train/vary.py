@@ -21,6 +21,9 @@ import msgspec
 from napkin.errors import InputError
 from napkin.plan_files import ALTERNATIVES
 
+# Fewer combinations than this are one plan each unless numpy is loaded already: at about 13,000 plans a
+# second, importing numpy (about 0.1 s) for a smaller grid would cost more than it saves.
+ARRAYS_FROM = 1000
 # A row held as arrays (a dozen float64 columns and their temporaries) and printed: as JSON its dict,
 # its plain copy and its text peak at 3.4 kB for a row of ten figures (measured with tracemalloc).
 BYTES_PER_ROW = 4096 + 256
@@ -107,6 +110,29 @@ def base_request(req: Any) -> Any:
     return req
 
 
+def available_memory_bytes() -> float:
+    """Memory this process may still take: MemAvailable (Linux), within a cgroup's limit; 4 GiB when unknown."""
+    free = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    free = float(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = float(fh.read().strip())
+        if limit != "max":
+            free = min(free if free is not None else float("inf"), float(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return free if free is not None else 4.0 * 2**30
+
+
 def combination_raw(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]], combo: tuple[str, ...]) -> dict:
     """The raw request of one combination: the base's values with the varied ones as typed.
 
@@ -128,7 +154,6 @@ def combination_raw(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]],
 
 def check_size(axes: list[tuple[str, list[str]]]) -> int:
     """The number of combinations, or an InputError when their rows would not fit in half the free memory."""
-    from napkin.calculators.train.grid import available_memory_bytes
     from napkin.units import format as fmt
 
     n = 1
@@ -147,11 +172,15 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> An
     A sequence of row dicts made when read (:class:`~napkin.calculators.train.grid.GridRows`), or the
     list :func:`plan_rows` gives; the same rows either way.
     """
-    from napkin.calculators.train.grid import grid_rows
+    import sys
 
-    check_size(axes)
-    rows = grid_rows(base_raw, axes)
-    return rows if rows is not None else plan_rows(base_raw, axes)
+    if check_size(axes) >= ARRAYS_FROM or "numpy" in sys.modules:
+        from napkin.calculators.train.grid import grid_rows
+
+        rows = grid_rows(base_raw, axes)
+        if rows is not None:
+            return rows
+    return plan_rows(base_raw, axes)
 
 
 def plan_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[dict]:
