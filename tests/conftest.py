@@ -4,6 +4,8 @@
   copy of shared/data/worked-examples.json), for golden tests that cite their id.
 * ``run_cli(*args)``: the napkin CLI through click's runner (stdout is not a terminal,
   so the plain-text table is printed, exactly).
+* ``NAPKIN_TODAY`` pins the date prices are aged from (2026-12-01), so outputs are the same
+  every day; set it yourself to look at another date.
 * A skipped test fails the run: every part the suite needs must be installed
   (set NAPKIN_ALLOW_SKIP=1 to look at a partial environment by hand).
 * The precompiled catalogs (napkin.catalog.compiled) are written to a temporary folder
@@ -29,6 +31,9 @@ from hypothesis import settings
 _CACHE = tempfile.mkdtemp(prefix="napkin-test-cache-")
 os.environ["NAPKIN_CACHE_DIR"] = _CACHE  # before anything loads a catalog
 atexit.register(shutil.rmtree, _CACHE, True)
+# Prices are aged from a pinned date, so the "older than 180 days" warnings in exact outputs (and in
+# the README's, which its test runs in subprocesses that inherit this) do not change from day to day.
+os.environ.setdefault("NAPKIN_TODAY", "2026-12-01")
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)

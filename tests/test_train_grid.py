@@ -38,6 +38,8 @@ CASES = [
     ({**SEED, "overhead": {"a": 0.1, "b": 0.2}}, ["overhead.c=0.3,0.7", "overhead.a=0.1,0.4"]),  # sums in order
     ({"model": "llama-3.1-70b", "tokens": 15e12, "flops_convention": "causal", "seq_len": 8192.0},
      ["mfu=0.35,0.45", "overhead.idle=0,0.2", "gpu=h100,h200"]),
+    # a deadline's cluster in whole nodes: 8 on an HGX board, 72 in a GB200 NVL72 rack, 1 with a bare peak
+    ({"params": 70e9, "tokens": 15e12, "price": 2.5}, ["gpu=h100,gb200,tpu-v5e", "deadline=30d,90d", "mfu=0.3,0.4"]),
 ]
 
 
@@ -61,6 +63,8 @@ def test_the_grid_gives_the_rows_of_one_plan_each(base, vary):
     ({**SEED, "unique_tokens": 1e12}, ["tokens=2T,3T"]),  # checked against unique tokens
     ({**SEED, "model": "llama-3.1-8b"}, ["params=8B,9B"]),
     ({**SEED}, ["mfu=0.3,1.5"]),  # a value the request refuses: the reference says which
+    ({"flops": 3.8e25, "gpu": "h100", "price": 2.0}, ["mfu=0.3,0.4", "gpus=1024,2048"]),  # a FLOP budget alone
+    ({"flops": 3.8e25, "price": 2.0}, ["params=7B,70B", "mfu=0.3,0.4"]),  # its tokens follow the parameters
 ])
 def test_where_arrays_could_differ_the_reference_runs(base, vary):
     axes = parse_vary(specs_of(vary))

@@ -82,7 +82,7 @@ class Assumption(msgspec.Struct, frozen=True):
 
 
 class Warning(msgspec.Struct, frozen=True):  # noqa: A001 - the domain word; never the builtin in this module's users
-    """A plausible input that falls into one of the seeds' traps."""
+    """A plausible input that falls into one of the classic traps (DESIGN: sparse peaks, query heads, busy GPUs, ...)."""
 
     code: str
     message: str

@@ -49,6 +49,8 @@ def _arrays_apply(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -
         return False
     if base_raw.get("assumed"):
         return False  # a saved plan's frozen defaults: thawed per plan
+    if "flops" in given:
+        return False  # a FLOP budget: its tokens follow the parameters, or it has no tokens at all
     return not ({"gpus", "deadline"} <= set(names))  # both varied: every plan refuses the pair
 
 
@@ -245,7 +247,12 @@ def _inputs(rep: Any, req: Any, cluster: Any, arrays: dict[str, np.ndarray]) -> 
         "gpus": arrays.get("gpus", cluster.gpus), "deadline": arrays.get("deadline", cluster.deadline),
         "max_gpus": arrays.get("max_gpus", cluster.max_gpus),
         "overhead": {k: arrays.get("overhead." + k, v) for k, v in req.overhead.items()},
+        "node": 1,
     }
+    if "gpu" in rep.results:
+        from napkin import catalog
+
+        x["node"] = catalog.gpu(rep["gpu"]).node_size
     if x["fpt"] is None:
         from napkin.formulas import flops
 
@@ -269,10 +276,14 @@ def _evaluate(x: dict[str, Any]) -> Block | None:
         infeasible = need > x["max_gpus"]
         if not np.all(np.isfinite(need)) or np.any(need >= 2**53):
             return None
+        if x["node"] > 1:  # the plan's cluster in whole nodes of its part
+            need = T.whole_nodes(need, gpus_per_node=x["node"])
         columns["gpus_needed"] = need.astype(np.int64) if isinstance(need, np.ndarray) else int(need)
         columns["wall_s"] = T.wall_seconds(d, tokens_per_gpu_s=tps, n_gpus=need)
         keys += ["gpus_needed", "wall_s"]
         columns.update(_infeasible=infeasible, _d=d, _deadline=x["deadline"], _max_gpus=x["max_gpus"])
+    columns["price"] = price
+    keys.append("price")
     marginal = T.marginal_usd(hours, usd_per_gpu_hour=price)
     data = x["data"]  # the plan's `data_usd or 0.0`: none, or a given 0 (even -0), is 0.0
     data = np.where(data == 0, 0.0, data) if isinstance(data, np.ndarray) else (data or 0.0)
