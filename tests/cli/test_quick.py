@@ -41,6 +41,11 @@ ANSWERED = [
     ["gpu-hour", "--capex", "30000", "--gpu", "h100", "--per-gpu-year", "network=1500", "--per-gpu-year",
      "facility=$60,000", "--vs", "2.50/h"],
     ["optimal", "--flops", "3.8e25"],
+    ["memory", "--model", "llama-3.1-70b", "--batch", "4", "--context", "8k", "--gpu", "h100"],  # notes
+    ["check", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--claimed-usd", "500k"],  # a stale price
+    ["check", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--claimed-usd", "500k", "--json"],
+    ["mfu", "--model", "llama-3.1-8b", "--seq-len", "8192", "--flops-convention", "causal", "--tokens-per-step",
+     "4Mi", "--step-time", "1.9s", "--gpus", "256", "--gpu", "h100", "--explain"],
     ["optimal", "--params", "8B", "--tokens", "15T", "--per-day", "10B", "--years", "2", "--json"],
 ]
 LEFT_TO_CLICK = [
@@ -103,9 +108,10 @@ def test_quick_commands_have_no_options_of_their_own(name):
     flags = {opt for p in command.params if isinstance(p, click.Option) for opt in (*p.opts, *p.secondary_opts)}
     known = set(quick.options(calculators.get(quick.QUICK[name]).request))
     assert flags == known | set(quick.FLAGS) | {"--config", "--save"}
-    fn = command.callback.__wrapped__  # calculator_command's callback: neither `after` nor `prepare` given
+    fn = command.callback.__wrapped__  # calculator_command's callback: no `after`, `prepare` or spinner given
     cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
     assert cells["after"] is None and cells["prepare"] is None and cells["calc"].name == quick.QUICK[name]
+    assert cells["progress"] is None  # a spinner's text goes to a terminal: the quick path has none
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -152,3 +158,21 @@ def test_memory_imports_none_of_the_heavy_libraries(entry, call, args):
     assert done.stderr.strip().splitlines()[-1] == "[]"
     if "--json" in args:
         assert json.loads(done.stdout)["weights_bytes"] == 140e9
+
+
+def test_the_command_reads_its_types_without_typing_extensions():
+    """``napkin.cli.main`` imports msgspec as it runs without typing_extensions (which would bring in
+    ``inspect``, ``ast`` and ``dis``); typing_extensions stays importable afterwards, and a command that
+    goes on to click (train, whose options and sweep use the request Structs) answers as always."""
+    code = ("import sys\nfrom napkin.cli import main\n"
+            "for argv in (['memory', '--params', '70B', '--json'], ['train', '--params', '7B', '--tokens', '2T',"
+            " '--price', '2', '--vary', 'mfu=0.3,0.4']):\n"
+            "    sys.argv = ['napkin', *argv]\n"
+            "    try:\n        main()\n    except SystemExit as e:\n        assert not e.code, e.code\n"
+            "    print(sorted(m for m in ('typing_extensions', 'inspect', 'ast') if m in sys.modules), file=sys.stderr)\n"
+            "import typing_extensions\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-2] == "[]"  # the plain answer; click itself imports inspect
+    assert json.loads(done.stdout.split("\n}\n")[0] + "\n}")["weights_bytes"] == 140e9
+    assert "as mfu varies" in done.stdout and "$0.0" in done.stdout

@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def main(argv: list[str] | None = None) -> None:
     import gc
 
+    _import_msgspec()
     from napkin.cli.quick import answer
 
     args = sys.argv[1:] if argv is None else list(argv)
@@ -66,6 +67,25 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="napkin")
     finally:
         gc.set_threshold(*threshold)
+
+
+def _import_msgspec() -> None:
+    """Import msgspec as it runs where typing_extensions is not installed (a configuration it supports).
+
+    msgspec takes ``get_type_hints``, ``Required`` and ``NotRequired`` from typing_extensions when it can
+    import it, and from ``typing`` otherwise; typing_extensions imports ``inspect`` (and with it ``ast``,
+    ``dis`` and ``tokenize``), which costs about as much as a bare Python start and more than the answer.
+    napkin's types use ``typing`` alone, so in the command's own process msgspec reads them from
+    ``typing``; typing_extensions stays importable for anything that asks for it later (the web app).
+    A library user's ``import napkin`` never comes here and keeps msgspec as installed.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # `import typing_extensions` fails
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 def __getattr__(name: str) -> Any:
