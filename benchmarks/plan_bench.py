@@ -26,7 +26,19 @@ def timed(req, repeat: int) -> tuple[float, int]:
     return statistics.median(times), g["configurations"]
 
 
+def _temporary_environment() -> object:
+    """Catalog copies and bytecode in a temporary folder (benchmarks/floors.py), removed when it is dropped."""
+    import tempfile
+
+    from floors import environment
+
+    tmp = tempfile.TemporaryDirectory()
+    environment(tmp.name)
+    return tmp
+
+
 def main() -> None:
+    tmp = _temporary_environment()  # noqa: F841 - kept until main returns
     from napkin import catalog
     from napkin.plan.serve import PlanServeRequest
     from napkin.request import parse_request
