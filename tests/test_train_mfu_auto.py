@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from napkin import calculate
@@ -59,3 +61,20 @@ def test_other_words_are_still_refused():
     with pytest.raises(InputError) as e:
         calculate("train", **BASE, mfu="best")
     assert e.value.field == "mfu"
+
+
+def test_a_sweep_plans_each_cluster_on_its_own(run_cli):
+    """--vary gpus with --mfu auto: each row's MFU is planned at its own size (not the first row's)."""
+    args = ("train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tokens", "1T", "--mfu", "auto",
+            "--vary", "gpus=8,4096", "--price", "2.50/h")
+    rows = json.loads(run_cli(*args, "--json").stdout)["vary"]["rows"]
+    alone = {n: calculate("train", **{**BASE, "gpus": n}, mfu="auto", price=2.5) for n in (8, 4096)}
+    for row in rows:
+        assert row["mfu"] == alone[row["gpus"]]["mfu"]
+        assert row["tokens_per_gpu_s"] == alone[row["gpus"]]["tokens_per_gpu_s"]
+    assert alone[8]["mfu"] > alone[4096]["mfu"] * 1.2
+    table = run_cli(*args).stdout.splitlines()
+    assert table[1].split() == ["gpus", "MFU", "tokens/GPU-s", "GPU-hours", "wall", "marginal", "loaded", "$/M",
+                                "marginal", "$/M", "loaded"]
+    assert table[2].split()[:2] == ["8", f"{alone[8]['mfu']:.1%}"]
+    assert table[3].split()[:2] == ["4096", f"{alone[4096]['mfu']:.1%}"]

@@ -38,11 +38,13 @@ def _is_auto(value: Any) -> bool:
 
 
 def _arrays_apply(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> bool:
-    """Whether arrays give the reference's rows: no --goodput auto, and no varied input tied to another."""
+    """Whether arrays give the reference's rows: no --goodput or --mfu auto (each follows the cluster, the
+    model and the sequence), and no varied input tied to another."""
     names = [n for n, _ in axes]
     given = set(base_raw) | set(names)
-    if _is_auto(base_raw.get("goodput")) or any(_is_auto(v) for n, vals in axes if n == "goodput" for v in vals):
-        return False
+    for auto in ("goodput", "mfu"):
+        if _is_auto(base_raw.get(auto)) or any(_is_auto(v) for n, vals in axes if n == auto for v in vals):
+            return False
     if "tokens" in names and given & {"unique_tokens", "epochs"}:
         return False  # tokens checked against unique tokens · epochs
     if "params" in names and "model" in given:

@@ -207,6 +207,8 @@ def plan_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
         for k in ROW_KEYS:
             if k in rep.results:
                 row[k] = rep[k]
+        if str(raw.get("mfu", "")).strip().lower() == "auto":  # planned per row: it follows the cluster size
+            row["mfu"] = rep["mfu"]
         rows.append(row)
     return rows
 
@@ -217,6 +219,8 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
 
     names = [n for n, _ in axes]
     cols: list[tuple[str, str, str]] = []
+    if "mfu" not in names and len({r["mfu"] for r in rows if "mfu" in r}) > 1:  # mfu auto, planned per row
+        cols.append(("mfu", "MFU", "fraction"))
     if len({r["goodput"] for r in rows if "goodput" in r}) > 1:  # goodput auto: it follows the cluster size
         cols.append(("goodput", "goodput", "fraction"))
     cols += [("tokens_per_gpu_s", "tokens/GPU-s", "per_s"), ("gpu_hours", "GPU-hours", "count")]
