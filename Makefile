@@ -7,7 +7,7 @@ PIP    := $(BIN)/python -m pip install --quiet -c constraints.txt
 # (pinned by constraints.txt) and the trainer frameworks the ledger callbacks plug into.
 TEST_EXTRA := torch==2.13.0 "transformers>=4.40" "accelerate>=1.1" "lightning>=2.2"
 
-.PHONY: demo test chromium clean readme
+.PHONY: demo test chromium clean readme docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(VENV)/.demo-installed: pyproject.toml constraints.txt | $(BIN)/python
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt Makefile | $(BIN)/python
 	$(PIP) $(TEST_EXTRA) -e ".[test]"
-	touch $@ $(VENV)/.demo-installed
+	touch $@ $(VENV)/.demo-installed $(VENV)/.docs-installed
 
 demo: $(VENV)/.demo-installed
 	@$(BIN)/napkin demo
@@ -35,8 +35,17 @@ test: $(VENV)/.test-installed chromium
 	$(BIN)/python -m pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build site .pytest_cache .hypothesis
 
-# README.md is assembled from docs/readme/*.md (each section holds real command output).
-readme:
-	cat docs/readme/*.md > README.md
+$(VENV)/.docs-installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e ".[docs]"
+	touch $@
+
+# The documentation site, built offline from docs/ into site/ (mkdocs.yml; the formula reference from
+# the docstrings of napkin.formulas). Open site/index.html, or serve it for search: python -m http.server -d site
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# README.md is generated from docs/index.md, the site's home page (each page holds real command output).
+readme: | $(BIN)/python
+	$(BIN)/python docs/readme.py

@@ -32,6 +32,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
+    import tempfile
+
+    from floors import environment  # bytecode and catalog copies as installed, in a temporary folder
+
+    tmp = tempfile.TemporaryDirectory()
+    environment(tmp.name)
     base = median_s([sys.executable, "-c", "pass"], args.repeat)
     cases = {
         "napkin memory": [str(BIN / "napkin"), "memory", "--model", "llama-3.1-70b", "--context", "8k",

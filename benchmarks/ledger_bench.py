@@ -154,6 +154,11 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="peak memory of `ledger report` on a large log")
     ap.add_argument("--gb", type=float, default=1.0, help="size of the --memory log in GB")
     a = ap.parse_args()
+    # processes as an installed napkin runs them: bytecode compiled and catalogs precompiled, in a temporary folder
+    from floors import environment
+
+    tmp = tempfile.TemporaryDirectory()
+    environment(tmp.name)
     if a.memory:
         memory(a)
     elif a.vs_polars:

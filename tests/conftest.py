@@ -8,6 +8,8 @@
   every day; set it yourself to look at another date.
 * A skipped test fails the run: every part the suite needs must be installed
   (set NAPKIN_ALLOW_SKIP=1 to look at a partial environment by hand).
+* The precompiled catalogs (napkin.catalog.compiled) are written to a temporary folder
+  (NAPKIN_CACHE_DIR, inherited by every subprocess), never to the user's cache.
 * Hypothesis draws the same examples on every run (derandomized), so CI passes or fails on
   the code, not on the draw; NAPKIN_HYPOTHESIS=explore draws new ones each run (do that
   when changing a property, and keep any failure it finds as an explicit test).
@@ -15,14 +17,20 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import settings
 
+_CACHE = tempfile.mkdtemp(prefix="napkin-test-cache-")
+os.environ["NAPKIN_CACHE_DIR"] = _CACHE  # before anything loads a catalog
+atexit.register(shutil.rmtree, _CACHE, True)
 # Prices are aged from a pinned date, so the "older than 180 days" warnings in exact outputs (and in
 # the README's, which its test runs in subprocesses that inherit this) do not change from day to day.
 os.environ.setdefault("NAPKIN_TODAY", "2026-12-01")

@@ -1,4 +1,5 @@
-"""The README's sample outputs are real: every `$ napkin ...` command in it prints exactly that.
+"""The documentation's sample outputs are real: every `$ napkin ...` command in README.md and in every
+page of the documentation site (docs/*.md, in the order of mkdocs.yml's nav) prints exactly that.
 
 Skipped by design (not by environment): `napkin web` (a server), `napkin measure` and
 commands reading its calibration file (machine-dependent measurements), `ledger watch`
@@ -17,10 +18,29 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def readme_commands() -> list[tuple[str, str]]:
+def doc_pages() -> list[Path]:
+    """The site's pages in the order of its nav (the formula reference is generated: no commands)."""
+    import yaml
+
+    def walk(entries: list) -> list[str]:
+        out = []
+        for entry in entries:
+            value = entry if isinstance(entry, str) else next(iter(entry.values()))
+            out += walk(value) if isinstance(value, list) else [value]
+        return out
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    return [ROOT / "docs" / page for page in walk(nav)]
+
+
+# README.md is generated from docs/index.md (tests/test_docs.py checks it is current): the pages cover it
+PAGES = doc_pages()
+
+
+def readme_commands(path: Path = ROOT / "README.md") -> list[tuple[str, str]]:
     blocks: list[list[str]] = []
     cur: list[str] | None = None
-    for line in (ROOT / "README.md").read_text().split("\n"):
+    for line in path.read_text().split("\n"):
         if line.startswith("```"):
             if cur is None:
                 cur = []
@@ -57,15 +77,17 @@ def _checked(cmd: str) -> bool:
     return not (sub in ("web", "measure") or "watch" in words or "runs" in words or "--calibration" in words)
 
 
-CASES = [c for c in readme_commands() if _checked(c[0])]
+CASES = [c for page in PAGES for c in readme_commands(page) if _checked(c[0])]
 
 
-def test_readme_has_commands():
+def test_the_pages_have_commands():
+    assert len(PAGES) >= 12 and all(p.exists() for p in PAGES)
     assert len(CASES) >= 40
+    assert len([c for c in readme_commands(ROOT / "docs" / "index.md") if _checked(c[0])]) == 5  # five questions
 
 
 def test_readme_outputs_are_real(tmp_path):
-    """Run in README order in one folder (a later command may read a plan an earlier one saved)."""
+    """Run in the nav's order in one folder (a later command may read a plan an earlier one saved)."""
     for name in ("tests", "src"):
         (tmp_path / name).symlink_to(ROOT / name)
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
@@ -73,22 +95,26 @@ def test_readme_outputs_are_real(tmp_path):
                COLUMNS="200")
     wrong = []
     for cmd, expected in CASES:
-        cwd = tmp_path / "examples" / "logs" if "sample-run.csv" in cmd else tmp_path
+        in_logs = "sample-run.csv" in cmd and not cmd.startswith("cd ")  # a page that cd's says so itself
+        cwd = tmp_path / "examples" / "logs" if in_logs else tmp_path
         r = subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
         got = (r.stdout + r.stderr).strip()
         if got != expected:
             wrong.append(f"$ {cmd}\n--- README\n{expected}\n--- now\n{got}")
-    assert not wrong, f"{len(wrong)} README outputs are stale:\n\n" + "\n\n".join(wrong)
+    assert not wrong, f"{len(wrong)} documented outputs are stale:\n\n" + "\n\n".join(wrong)
 
 
 def test_readme_python_examples_run_as_shown():
-    """Every `>>>` example in the README prints what the README shows (doctest, ... allowed)."""
+    """Every `>>>` example in the pages prints what the page shows (doctest, ... allowed)."""
     import doctest
 
-    text = (ROOT / "README.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python")[1:]]
-    assert blocks, "the README has a Python example"
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for i, block in enumerate(blocks):
-        runner.run(parser.get_doctest(block, {}, f"README python block {i + 1}", "README.md", 0))
+    found = 0
+    for page in [ROOT / "README.md", *PAGES]:
+        text = page.read_text()
+        blocks = [b.split("```", 1)[0] for b in text.split("```python")[1:]]
+        for i, block in enumerate(blocks):
+            found += 1
+            runner.run(parser.get_doctest(block, {}, f"{page.name} python block {i + 1}", str(page), 0))
+    assert found, "the pages have a Python example"
     assert runner.summarize(verbose=False).failed == 0

@@ -13,21 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # the simulation's random --seed (and code that seeds a generator) is a seed in the other sense
 RANDOM = re.compile(r"--seed|\bseed=|req\.seed|\.seed\b|manual_seed|seeded|seed of the simulated|seed \"$|"
                     r"\bseed: int|seed\)")
-# the journey's notes and README section are reworded by their owner (the journey + bill work of issue 16);
-# its help (journey/request.py) is checked here
-OWNED_ELSEWHERE = ("src/napkin/calculators/journey/__init__.py", "src/napkin/calculators/journey/tokens.py",
-                   "src/napkin/calculators/journey/memory_wall.py", "src/napkin/calculators/journey/decode.py",
-                   "docs/readme/70-journey.md")
 
 
 def test_no_internal_documents_named_where_users_read():
     """Users read output, help, --cite sources, catalog notes and the README; none names "the seed" or
     "seed 001": each names the paper, datasheet or reasoning instead."""
     found = []
-    for path in [*ROOT.glob("src/napkin/**/*.py"), *ROOT.glob("src/napkin/**/*.toml"), *ROOT.glob("docs/readme/*.md")]:
+    pages = [*ROOT.glob("docs/**/*.md"), ROOT / "README.md"]
+    assert len(pages) >= 12
+    for path in [*ROOT.glob("src/napkin/**/*.py"), *ROOT.glob("src/napkin/**/*.toml"), *pages]:
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(OWNED_ELSEWHERE):
-            continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"\bseeds?\b", line, re.I) and not RANDOM.search(line):
                 found.append(f"{rel}:{n}: {line.strip()}")

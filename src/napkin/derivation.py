@@ -14,21 +14,22 @@ Results are kept in base units under keys that carry the unit as a suffix
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
+
+import msgspec
 
 from napkin import units
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):  # a Struct, not a dataclass: made in C, so a plain answer starts fast
     """One line of working: ``name = formula`` with its values substituted."""
 
     name: str
     formula: str
     value: Any
     unit: str | None
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = msgspec.field(default_factory=dict)
     note: str = ""
     cites: str = ""  # the formula function that computed it, "napkin.formulas.<module>.<name>"
 
@@ -60,15 +61,14 @@ class Step:
         return line
 
 
-@dataclass(frozen=True)
-class Assumption:
+class Assumption(msgspec.Struct, frozen=True):
     """An input that was not given, or was given but not measured."""
 
     name: str
     value: Any
     note: str
     unit: str | None = None
-    basis: str = "assumed"  # assumed | measured | catalog | given | reference | fitted
+    basis: str = "assumed"  # assumed | measured | catalog | given | reference | fitted | planned
     source: str = ""  # where a default's value comes from (catalog/assumptions.toml)
     replaced_by: str = ""  # the measurement that would replace it
 
@@ -81,8 +81,7 @@ class Assumption:
         return out
 
 
-@dataclass(frozen=True)
-class Warning:  # noqa: A001 - the domain word; never the builtin in this module's users
+class Warning(msgspec.Struct, frozen=True):  # noqa: A001 - the domain word; never the builtin in this module's users
     """A plausible input that falls into one of the classic traps (DESIGN: sparse peaks, query heads, busy GPUs, ...)."""
 
     code: str
@@ -240,6 +239,10 @@ class Report:
         if measured:  # a figure from a calibration file: where and when it was measured
             lines.append("measured: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"
                                                   for a in measured))
+        planned = [a for a in self.assumptions if a.basis == "planned"]
+        if planned:  # a figure another napkin command predicted (--mfu auto: napkin plan train's best layout)
+            lines.append("planned: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"
+                                                 for a in planned))
         lines += [f"note: {n}" for n in self.notes]
         return lines
 
@@ -295,6 +298,8 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Sequence) and not isinstance(v, (str, bytes, bytearray)):  # rows made when read (a sweep's)
         return [_plain(x) for x in v]
     if hasattr(v, "to_dict") and not isinstance(v, type):
         return _plain(v.to_dict())

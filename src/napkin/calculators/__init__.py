@@ -9,14 +9,14 @@ the CLI and the web app both read it.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any, Callable
+
+import msgspec
 
 from napkin.errors import UnknownName
 
 
-@dataclass(frozen=True)
-class Calculator:
+class Calculator(msgspec.Struct, frozen=True):  # a Struct, not a dataclass: made in C, so a plain answer starts fast
     name: str
     request: type
     run: Callable[[Any], Any]

@@ -1,8 +1,8 @@
 """Reviewed catalogs: accelerators, models, prices and default assumptions, each entry with its source.
 
-Loaded with tomllib and validated into msgspec Structs on first use. Names resolve
-case-insensitively through each entry's key and aliases; an unknown name raises
-UnknownName with the closest matches, never a silent fallback.
+Loaded with tomllib (kept in a precompiled copy: catalog.compiled) and validated into msgspec
+Structs on first use. Names resolve case-insensitively through each entry's key and aliases; an
+unknown name raises UnknownName with the closest matches, never a silent fallback.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import datetime
 import functools
 import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -39,7 +37,7 @@ __all__ = [
     "price_age_days", "table",
 ]
 
-HERE = Path(__file__).parent
+HERE = os.path.dirname(os.path.abspath(__file__))  # a str: pathlib is not needed for a plain answer
 
 
 def _norm(name: str) -> str:
@@ -48,9 +46,10 @@ def _norm(name: str) -> str:
 
 @functools.cache
 def table(name: str) -> dict[str, Any]:
-    """The raw TOML table of a catalog file (``gpus``, ``models``, ``prices``)."""
-    with open(HERE / f"{name}.toml", "rb") as fh:
-        return tomllib.load(fh)
+    """The raw TOML table of a catalog file (``gpus``, ``models``, ``prices``), from its precompiled copy."""
+    from napkin.catalog.compiled import load_toml
+
+    return load_toml(os.path.join(HERE, f"{name}.toml"))
 
 
 def _load(name: str, cls: type) -> dict[str, Any]:
@@ -111,6 +110,8 @@ def model(name: str, field: str = "model") -> ModelSpec:
     key = _model_index().get(_norm(text))
     if key is not None:
         return models()[key]
+    from pathlib import Path
+
     from napkin.catalog import hf, hf_cache
 
     if Path(text).expanduser().exists() or text.endswith(".json"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,8 +72,9 @@ class Fitted(msgspec.Struct, kw_only=True, frozen=True):
 
 @functools.cache
 def _table() -> dict:
-    with open(FILE, "rb") as fh:
-        return tomllib.load(fh)
+    from napkin.catalog.compiled import load_toml
+
+    return load_toml(FILE)
 
 
 @functools.cache

@@ -2,16 +2,17 @@
 
 No formulas here: each command parses its options into a request Struct, calls a
 calculator and prints the Report (a table, ``--json`` or ``--explain``).
+
+This module imports neither click nor a calculator: :func:`main` first offers the command
+line to :mod:`napkin.cli.quick`, which answers a plain calculator command (options and
+``--json``/``--explain``) with the calculator alone; anything else, and anything it
+cannot answer, goes to the click group in :mod:`napkin.cli.group` (``napkin.cli.cli``).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
-
-import click
-
-from napkin.version import __version__
+from typing import Any
 
 # name -> ("module:attribute" of a click command, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -42,65 +43,55 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    def main(self, args: list[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: object) -> object:
-        """click's main, with a usage error as one line and exit 1 like every other bad input."""
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.UsageError as exc:
-            click.echo(f"error: {usage_line(exc)}", err=True)
-            sys.exit(1)
-        except click.ClickException as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("Aborted!", err=True)
-            sys.exit(1)
-        sys.exit(rv if isinstance(rv, int) else 0)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
-            return None
-        module, attr = COMMANDS[name][0].split(":")
-        # a command whose module fails to import raises: a broken build, never a command left out
-        return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-def usage_line(exc: click.UsageError) -> str:
-    """One line: click's message, the closest command for a mistyped one, and where the help is."""
-    from napkin.errors import closest
-
-    msg = " ".join(exc.format_message().split())
-    path = " ".join(["napkin", *(exc.ctx.command_path.split()[1:] if exc.ctx is not None else [])])
-    if (msg.startswith("No such command") and "Did you mean" not in msg and exc.ctx is not None
-            and isinstance(exc.ctx.command, click.Group)):
-        typed = msg.split("'")[1] if msg.count("'") >= 2 else ""
-        near = closest(typed, exc.ctx.command.list_commands(exc.ctx))
-        if near:
-            msg += f" Did you mean {' or '.join(near)}?"
-    return f"{msg} (see `{path} --help`)"
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, "--version", "-V", prog_name="napkin")
-def cli() -> None:
-    """napkin: the cost and capacity of training and serving LLMs, with the working.
-
-    Options take units: --tokens 15T --memory 80GiB --price 2.50/h --deadline 3w.
-    Every command prints a table; --json for machines; --explain for the derivation.
-    """
-
-
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="napkin")
+    import gc
+
+    _import_msgspec()
+    from napkin.cli.quick import answer
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    gc.disable()  # a start allocates many objects and frees few: collecting them would only cost time
+    try:
+        answered = answer(args)
+    finally:
+        gc.enable()
+    if answered:
+        sys.exit(0)
+    # a command's process is short and allocates in bulk (polars, numpy, a derivation): collect cyclic
+    # garbage every 100,000 allocations, not every 700 (on a 3M-row log that is 112 collections fewer)
+    threshold = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    from napkin.cli.group import cli
+
+    try:
+        cli.main(args=argv, prog_name="napkin")
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def _import_msgspec() -> None:
+    """Import msgspec as it runs where typing_extensions is not installed (a configuration it supports).
+
+    msgspec takes ``get_type_hints``, ``Required`` and ``NotRequired`` from typing_extensions when it can
+    import it, and from ``typing`` otherwise; typing_extensions imports ``inspect`` (and with it ``ast``,
+    ``dis`` and ``tokenize``), which costs about as much as a bare Python start and more than the answer.
+    napkin's types use ``typing`` alone, so in the command's own process msgspec reads them from
+    ``typing``; typing_extensions stays importable for anything that asks for it later (the web app).
+    A library user's ``import napkin`` never comes here and keeps msgspec as installed.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # `import typing_extensions` fails
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
+
+
+def __getattr__(name: str) -> Any:
+    """``napkin.cli.cli`` (the click group), ``LazyGroup`` and ``usage_line``, from napkin.cli.group on first use."""
+    if name in ("cli", "LazyGroup", "usage_line"):
+        from napkin.cli import group
+
+        return getattr(group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,11 +8,15 @@ import click
 
 from napkin.cli.common import calculator_command, guarded
 
-model = calculator_command("model")
-memory = calculator_command("memory")
-roofline = calculator_command("roofline")
-mfu = calculator_command("mfu")
-allreduce = calculator_command("allreduce")
+CALCULATOR_COMMANDS = ("model", "memory", "roofline", "mfu", "allreduce")
+
+
+def __getattr__(name: str) -> click.Command:
+    """Each calculator's command, built when first asked for: `napkin memory` loads one calculator, not five."""
+    if name in CALCULATOR_COMMANDS:
+        command = globals()[name] = calculator_command(name)
+        return command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @click.command(help="The reviewed catalogs: gpus, models or prices, with their sources.")

@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import click
 
-from napkin.errors import InputError, NapkinError
+from napkin.cli.collect import OPTION_TWIN, collect  # noqa: F401  (shared with napkin.cli.quick)
+from napkin.errors import NapkinError
 from napkin.request import read_config, write_config  # noqa: F401  (the CLI's plan files)
 
 
@@ -121,31 +122,6 @@ def _metavar(info: Any) -> str:
             "usd_per_hour": "$/H", "flops": "FLOP", "flops_per_s": "FLOP/S", "bytes_per_s": "B/S",
             "name": "NAME", "path": "PATH", "precision": "P", "int": "N", "text": "TEXT",
             "choice": "CHOICE"}.get(info.kind, "X") + ("=X" if info.container == "dict" else "")
-
-
-OPTION_TWIN = "__option"  # click name of the --option twin of a positional field
-
-
-def collect(request_cls: type, params: dict[str, Any], config: str | None) -> dict[str, Any]:
-    """Raw values: the plan file first, then every option given on the line, which wins.
-
-    What a flag replaces in the plan (its alternatives, the defaults it froze that depended on it,
-    per-part values of parts no longer named) is :func:`napkin.plan_files.merge`'s to say.
-    """
-    from napkin.plan_files import merge
-
-    given: dict[str, Any] = {}
-    for k, v in params.items():
-        if v is None or v == () or v == []:
-            continue
-        if k.endswith(OPTION_TWIN):
-            k = k[: -len(OPTION_TWIN)]
-            twin = params.get(k)
-            if twin not in (None, (), []):
-                raise InputError(k, v, f"is given twice (as an argument {twin!r} and as --{k.replace('_', '-')})",
-                                 "give it once")
-        given[k] = list(v) if isinstance(v, tuple) else v
-    return merge(request_cls, dict(read_config(config)) if config else {}, given)
 
 
 def calculator_command(calc_name: str, *, name: str | None = None, help: str | None = None,

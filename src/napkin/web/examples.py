@@ -47,8 +47,10 @@ EXAMPLES: dict[str, dict[str, object]] = {
     # the issue's training plan: Llama 3.1 70B on 1,024 H100s, 8k sequences, Llama 3's 16Mi-token batch
     "plan-train": {"model": "llama-3.1-70b", "gpu": "h100-sxm", "gpus": "1024", "seq_len": "8192",
                    "global_batch": "16Mi"},
-    # the ledger reads an uploaded step log: the tab opens empty, waiting for the file
-    "ledger": {},
+    # the ledger reads an uploaded step log: the tab opens on the sample log and its plan (SAMPLES below),
+    # as the README's walk-through runs it: `napkin ledger report sample-run.csv --plan plan.toml
+    # --model llama-2-7b --gpu h100`
+    "ledger": {"model": "llama-2-7b", "gpu": "h100"},
     # journey-*: the request's own defaults are one short question through Llama 3.1 405B on 8 H100s
     "journey": {},
     # the card of the journey's defaults (Llama 3.1 405B on 8 H100s)
@@ -57,4 +59,18 @@ EXAMPLES: dict[str, dict[str, object]] = {
     "tokens": {"text": "Why is the sky red at sunset but blue at noon?"},
     # the serving predictions against published measurements (the training ones arrive with plan train's)
     "validate": {"group": "serving"},
+}
+
+
+# Tabs that read an uploaded file: the field that must hold one, the sample files the worked example
+# attaches (in napkin/web/static/examples/, copies of examples/logs/), and how the tab offers them when the
+# field is empty (instead of an error).
+SAMPLES: dict[str, dict[str, object]] = {
+    "ledger": {
+        "needs_file": "logs",
+        "files": {"logs": ["sample-run.csv"], "plan": ["plan.toml"]},
+        "offer": "Use the sample log",
+        "note": "three days of a 7B run on 64 H100s: a node fails on day 2 and the run rolls back, a slow node "
+                "stretches every step on day 3; with the run's plan",
+    },
 }

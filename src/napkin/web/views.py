@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +62,25 @@ def describe_calculator(name: str) -> dict:
         "upload": any(f["upload"] for f in fields),
         "fields": fields,
         "example": {k: _jsonable(v) for k, v in EXAMPLES.get(name, {}).items()},
+        **_sample(name),
     }
+
+
+SAMPLE_TYPES = {".csv": "text/csv", ".toml": "application/toml", ".json": "application/json"}
+
+
+def _sample(name: str) -> dict:
+    """A tab that reads a file: the field that needs one, the sample files its example attaches, the offer."""
+    from pathlib import PurePosixPath
+
+    from napkin.web.examples import SAMPLES
+
+    if name not in SAMPLES:
+        return {}
+    s = SAMPLES[name]
+    files = {field: [{"url": f"/static/examples/{n}", "name": n, "type": SAMPLE_TYPES.get(PurePosixPath(n).suffix, "")}
+                     for n in names] for field, names in s["files"].items()}
+    return {"needs_file": s["needs_file"], "example_files": files, "sample_offer": s["offer"], "sample_note": s["note"]}
 
 
 def _jsonable(v: Any) -> Any:
@@ -97,6 +116,8 @@ CELL_KINDS: tuple[tuple[str, str], ...] = (
     ("_s", "seconds"), ("_tokens", "count"), ("tokens", "count"), ("params", "count"), ("gpu_hours", "count"),
     ("usd", "usd"),
 )
+# "X_per_<thing>": X for one thing (a sequence, a step), in X's unit
+PER_THING = re.compile(r"(.+?)_per_(sequence|step|token|request|user|gpu|node|replica|layer|day)")
 FRACTION_KEYS = ("mfu", "goodput", "utilization", "goodput_tokens", "goodput_time", "fraction_of_peak")
 TABLE_ROWS = 100
 
@@ -108,51 +129,66 @@ def cell_kind(key: str) -> str | None:
     if key == "flops":  # a rung's FLOPs, beside its figures in FLOP
         return "flops"
     for pattern, kind in CELL_KINDS:
-        # rates and prices may carry a qualifier after the unit (usd_per_million_output_tokens)
-        if key.endswith(pattern) or (kind in ("usd_per_million", "usd_per_hour", "per_s") and pattern in key):
+        # rates and prices may carry a qualifier after the unit (usd_per_million_output_tokens), as a
+        # word of its own: kv_bytes_per_sequence is bytes and batch_s_per_step seconds, not rates per second
+        qualified = kind in ("usd_per_million", "usd_per_hour", "per_s") and f"{pattern}_" in key
+        if key.endswith(pattern) or qualified:
             return kind
-    return None
+    per = PER_THING.fullmatch(key)  # kv_bytes_per_sequence is bytes (for one sequence), decode_s_per_token seconds
+    return cell_kind(per.group(1)) if per else None
 
 
-def _cell(key: str, value: Any, kinds: dict | None = None) -> str:
+def _cell(key: str, value: Any, kind: str | None = None) -> str:
+    """One table cell; ``kind`` is the unit the record states for it (a rung's ``units``), else the key's."""
     if value is None:
         return ""
-    if isinstance(value, dict):  # one line per entry (a rung's figures, in the units it names): the page keeps breaks
-        return "\n".join(f"{k}: {_kind_cell(k, v, (kinds or {}).get(k))}" if kinds and k in kinds
-                         else f"{k}: {_cell(k, v)}" for k, v in value.items())
+    if isinstance(value, dict):  # one line per entry: the page keeps the breaks
+        return "\n".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
+        if all(isinstance(v, str) for v in value) and sum(map(len, value)) > 60:
+            return "\n".join(value)  # notes: one per line
         return f"[{len(value)} items]" if len(value) > 6 else ", ".join(_cell(key, v) for v in value)
     if isinstance(value, float) and not math.isfinite(value):  # a ratio with no value (0/0): "-", as the CLI's tables
         return "-"
-    kind = cell_kind(key) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if kind is None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        kind = cell_kind(key)
     try:
         return units.fmt_auto(value, kind)
     except (ValueError, TypeError):
         return units.fmt_auto(value, None)
 
 
-def _kind_cell(key: str, value: Any, kind: str | None) -> str:
-    """A figure in the unit its record names (a journey rung's ``units``), as the CLI prints it."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return units.fmt_auto(value, kind)
-        except (ValueError, TypeError):
-            pass
-    return _cell(key, value)
+# A record that states its figures' units (a journey rung: ``figures``, ``units`` and ``working``, each keyed by
+# figure) is shown as the CLI prints it: one line per figure, formatted by its own unit, with its working.
+FIGURES, FIGURE_UNITS, FIGURE_WORKING = "figures", "units", "working"
+# folded into the figures column (the units format it, the working follows it) or repeated by the page's
+# derivation below (every step of every rung): not columns of their own
+FOLDED = (FIGURE_UNITS, FIGURE_WORKING, "derivation")
+
+
+def _states_units(record: dict) -> bool:
+    return isinstance(record.get(FIGURES), dict) and isinstance(record.get(FIGURE_UNITS), dict)
+
+
+def _figures_cell(record: dict) -> str:
+    kinds, work = record[FIGURE_UNITS], record.get(FIGURE_WORKING) or {}
+    lines = []
+    for k, v in record[FIGURES].items():
+        line = f"{k}: {_cell(k, v, kinds.get(k))}"
+        lines.append(f"{line}  = {work[k]}" if k in work else line)
+    return "\n".join(lines)
 
 
 def tables(report: Any) -> dict[str, dict]:
-    """Results that are lists of records (a ranking, days of a ledger), formatted as tables. A record that names
-    the units of its figures (``units``, beside a journey rung's ``figures``) has them formatted in those units,
-    and the ``units`` column itself is not shown."""
+    """Results that are lists of records (a ranking, days of a ledger), formatted as tables."""
     out = {}
     for key, value in report.results.items():
         if isinstance(value, Sequence) and not isinstance(value, (list, str)) and hasattr(value, "to_dict"):
             value = value.to_dict()  # a list made only when read (plan serve's cloud of points)
         if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-            named = all(isinstance(row.get("units"), dict) for row in value)
-            columns = [c for c in dict.fromkeys(c for row in value for c in row) if not (named and c == "units")]
-            rows = [[_cell(c, row.get(c), row["units"] if named else None) for c in columns]
+            folded = FOLDED if all(_states_units(row) for row in value) else ()
+            columns = [c for c in dict.fromkeys(c for row in value for c in row) if c not in folded]
+            rows = [[_figures_cell(row) if folded and c == FIGURES else _cell(c, row.get(c)) for c in columns]
                     for row in value[:TABLE_ROWS]]
             out[key] = {"columns": columns, "rows": rows, "total": len(value)}
     return out

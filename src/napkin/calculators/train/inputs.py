@@ -125,7 +125,12 @@ def resolve_tokens(r: Report, req: Any, m: ModelSpec | None, fpt: float = 0.0) -
 
 def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None, m: ModelSpec | None = None) -> float:
     """MFU: given (read under this plan's FLOPs convention when it was measured under another),
-    measured (a calibration file, counted the way this plan counts FLOPs), or the default."""
+    measured (a calibration file, counted the way this plan counts FLOPs), planned (``auto``:
+    `napkin plan train`'s best layout), or the default."""
+    if req.mfu == "auto":
+        from napkin.calculators.train.auto_mfu import planned_mfu
+
+        return planned_mfu(r, req, g, m)
     if req.mfu is not None:
         plan = getattr(req, "flops_convention", "6N")
         measured = getattr(req, "mfu_convention", None) or plan

@@ -32,8 +32,10 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     gpus: Annotated[int | None, field("int", "GPUs in the job (gives the wall time)", gt=0)] = None
     deadline: Annotated[float | None, field("seconds", "calendar time allowed (gives the GPUs needed)", gt=0)] = None
     max_gpus: Annotated[int, field("int", "largest cluster a --deadline may ask for", gt=0)] = DEFAULT_MAX_GPUS
-    mfu: Annotated[float | None, field("fraction", f"model FLOPs utilisation (default "
-                                                  f"{catalog.default_value('training_mfu'):.0%}, assumed)")] = None
+    mfu: Annotated[float | str | None, field("fraction", f"model FLOPs utilisation (default "
+                                                        f"{catalog.default_value('training_mfu'):.0%}, assumed), or "
+                                                        "'auto': the best layout `napkin plan train` finds for "
+                                                        "--model on --gpus", words=("auto",))] = None
     goodput: Annotated[str | None, field("text", "fraction of paid time making progress (default "
                                                  f"{catalog.default_value('training_goodput'):.0%}, assumed), "
                                                  "or 'auto' from an interruption rate (--mtbf-per-gpu, --cluster-mtbf "

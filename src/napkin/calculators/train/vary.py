@@ -4,6 +4,11 @@ A request's ``vary`` holds ``NAME=V1,V2,...`` specs (``overhead.NAME`` for one o
 base plan is run first, as it would be alone; then every combination of the varied values,
 each as its own train request. A deadline no cluster meets is a row marked infeasible, not
 an error for the sweep. The rows carry base units; the text table keeps the values as typed.
+
+The grid is evaluated as arrays through the train formulas (:mod:`~napkin.calculators.train.grid`)
+whenever that gives the same rows as one plan per combination (:func:`plan_rows`, the reference),
+which it falls back to otherwise. The number of combinations is bounded by the memory their rows
+need (:func:`check_size`), not by a count.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ import msgspec
 from napkin.errors import InputError
 from napkin.plan_files import ALTERNATIVES
 
-MAX_VARY_ROWS = 1000
+# Fewer combinations than this are one plan each unless numpy is loaded already: at about 13,000 plans a
+# second, importing numpy (about 0.1 s) for a smaller grid would cost more than it saves.
+ARRAYS_FROM = 1000
+# A row held as arrays (a dozen float64 columns and their temporaries) and printed: as JSON its dict,
+# its plain copy and its text peak at 3.4 kB for a row of ten figures (measured with tracemalloc).
+BYTES_PER_ROW = 4096 + 256
 ROW_KEYS = ("goodput", "tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "price", "marginal_usd",
             "loaded_usd", "usd_per_million_tokens")
 
@@ -100,8 +110,81 @@ def base_request(req: Any) -> Any:
     return req
 
 
-def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[dict]:
-    """Run the train calculator for every combination of the varied values.
+def available_memory_bytes() -> float:
+    """Memory this process may still take: MemAvailable (Linux), within a cgroup's limit; 4 GiB when unknown."""
+    free = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    free = float(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = float(fh.read().strip())
+        if limit != "max":
+            free = min(free if free is not None else float("inf"), float(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return free if free is not None else 4.0 * 2**30
+
+
+def combination_raw(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]], combo: tuple[str, ...]) -> dict:
+    """The raw request of one combination: the base's values with the varied ones as typed.
+
+    A varied input replaces the base's alternatives to it (a varied --gpus the base's --deadline)
+    unless those vary too."""
+    varied = [n for n, _ in axes]
+    raw = {k: v for k, v in base_raw.items() if k != "vary"}
+    raw["overhead"] = dict(raw.get("overhead") or {})
+    for (name, _), value in zip(axes, combo):
+        if name.startswith("overhead."):
+            raw["overhead"][name.split(".", 1)[1]] = value
+        else:
+            raw[name] = value
+            for alt in ALTERNATIVES.get(name, ()):
+                if alt not in varied:
+                    raw.pop(alt, None)
+    return raw
+
+
+def check_size(axes: list[tuple[str, list[str]]]) -> int:
+    """The number of combinations, or an InputError when their rows would not fit in half the free memory."""
+    from napkin.units import format as fmt
+
+    n = 1
+    for _, vals in axes:
+        n *= len(vals)
+    need, free = n * BYTES_PER_ROW, available_memory_bytes()
+    if need > free / 2:
+        raise InputError("vary", f"{n:,} combinations", f"needs about {fmt(need, 'bytes')} of memory for its rows, "
+                         f"more than half the {fmt(free, 'bytes')} free", "vary fewer values at once")
+    return n
+
+
+def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> Any:
+    """The rows of every combination of the varied values, as arrays where the formulas allow it.
+
+    A sequence of row dicts made when read (:class:`~napkin.calculators.train.grid.GridRows`), or the
+    list :func:`plan_rows` gives; the same rows either way.
+    """
+    import sys
+
+    if check_size(axes) >= ARRAYS_FROM or "numpy" in sys.modules:
+        from napkin.calculators.train.grid import grid_rows
+
+        rows = grid_rows(base_raw, axes)
+        if rows is not None:
+            return rows
+    return plan_rows(base_raw, axes)
+
+
+def plan_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[dict]:
+    """Run the train calculator for every combination of the varied values: the reference.
 
     A deadline that cannot be met is a row marked infeasible, not an error for the sweep.
     """
@@ -109,25 +192,10 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
     from napkin.calculators.train.request import TrainRequest
     from napkin.request import parse_request
 
-    combos = list(itertools.product(*[vals for _, vals in axes]))
-    if len(combos) > MAX_VARY_ROWS:
-        raise InputError("vary", f"{len(combos):,} combinations", f"exceeds {MAX_VARY_ROWS:,}",
-                         "vary fewer values (or use `napkin plan`)")
-    varied = [n for n, _ in axes]
     rows = []
-    for combo in combos:
-        raw = {k: v for k, v in base_raw.items() if k != "vary"}
-        raw["overhead"] = dict(raw.get("overhead") or {})
-        row: dict[str, Any] = {}
-        for (name, _), value in zip(axes, combo):
-            row[name] = vary_value(name, value)
-            if name.startswith("overhead."):
-                raw["overhead"][name.split(".", 1)[1]] = value
-            else:
-                raw[name] = value
-                for alt in ALTERNATIVES.get(name, ()):  # a varied --gpus replaces the base's --deadline
-                    if alt not in varied:
-                        raw.pop(alt, None)
+    for combo in itertools.product(*[vals for _, vals in axes]):
+        raw = combination_raw(base_raw, axes, combo)
+        row: dict[str, Any] = {name: vary_value(name, value) for (name, _), value in zip(axes, combo)}
         try:
             rep = run_one(parse_request(TrainRequest, raw))
         except InputError as exc:
@@ -139,6 +207,8 @@ def vary_rows(base_raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
         for k in ROW_KEYS:
             if k in rep.results:
                 row[k] = rep[k]
+        if str(raw.get("mfu", "")).strip().lower() == "auto":  # planned per row: it follows the cluster size
+            row["mfu"] = rep["mfu"]
         rows.append(row)
     return rows
 
@@ -149,6 +219,8 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
 
     names = [n for n, _ in axes]
     cols: list[tuple[str, str, str]] = []
+    if "mfu" not in names and len({r["mfu"] for r in rows if "mfu" in r}) > 1:  # mfu auto, planned per row
+        cols.append(("mfu", "MFU", "fraction"))
     if len({r["goodput"] for r in rows if "goodput" in r}) > 1:  # goodput auto: it follows the cluster size
         cols.append(("goodput", "goodput", "fraction"))
     cols += [("tokens_per_gpu_s", "tokens/GPU-s", "per_s"), ("gpu_hours", "GPU-hours", "count")]

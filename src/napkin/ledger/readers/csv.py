@@ -147,7 +147,7 @@ def parse(data: bytes, lay: Layout) -> tuple[Any, int, bool, list[int]]:
         df = pl.read_csv(table, truncate_ragged_lines=True, **kw)
     del table
     kept = lay.keep if lay.keep is not None else range(ncols)
-    df = df.rename({f"_c{i}": lay.names[i] for i in kept})
+    df = df.rename({f"_c{i}": lay.names[i] for i in kept}).rechunk()  # here, beside the main thread's work
     return df, df.height, ragged, bad_text
 
 

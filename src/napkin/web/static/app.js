@@ -9,7 +9,10 @@
     calcs: {},          // name -> calculator description
     current: null,      // selected calculator name
     values: {},         // name -> {field: raw string}
-    files: {},          // name -> {field: File} (uploads stay in the browser until sent)
+    files: {},          // name -> {field: [File]} (uploads stay in the browser until sent)
+    example: {},        // name -> Set of the fields still holding the worked example's values (marked on the form)
+    cleared: {},        // name -> {values, files} of the example that the user's first input cleared ("Keep them")
+    samples: {},        // url -> File: a tab's sample upload, fetched once
     seq: 0,             // request counter: a late answer to an old request is dropped
     view: null,         // last successful /view answer
     charts: [],         // vega views to finalise before redrawing
@@ -43,6 +46,33 @@
     return out;
   }
 
+  async function sampleFile(sample) {
+    if (!state.samples[sample.url]) {
+      const res = await fetch(sample.url);
+      if (!res.ok) throw new Error(`${sample.url}: ${res.status}`);
+      state.samples[sample.url] = new File([await res.blob()], sample.name, {type: sample.type || ""});
+    }
+    return state.samples[sample.url];
+  }
+
+  // The worked example fills every field it sets (and attaches its sample files), each marked on the form;
+  // the user's first input clears the rest of it (see userInput).
+  async function loadExample(name) {
+    const values = exampleOf(name);
+    const files = {};
+    for (const [field, samples] of Object.entries(state.calcs[name].example_files || {})) {
+      try {
+        files[field] = await Promise.all(samples.map(sampleFile));
+      } catch (err) {
+        console.warn(`the sample for ${field} did not load (${err})`);
+      }
+    }
+    state.values[name] = values;
+    state.files[name] = files;
+    state.example[name] = new Set([...Object.keys(values), ...Object.keys(files)]);
+    delete state.cleared[name];
+  }
+
   function boundsText(f) {
     const b = f.bounds || {};
     const lo = "gt" in b ? `> ${b.gt}` : "ge" in b ? `≥ ${b.ge}` : null;
@@ -64,8 +94,17 @@
       given[k] = v;
       any = true;
     }
-    // no inputs opens the worked example; a form the user emptied says so (form=blank) and stays empty
-    state.values[name] = any || params.get("form") === "blank" ? given : exampleOf(name);
+    // no inputs (or form=example) opens the worked example; a form the user emptied says so (form=blank)
+    // and stays empty; a link's own inputs are used alone, never mixed with the example's
+    const form = params.get("form");
+    if (form === "example" || (!any && form !== "blank")) {
+      loadExample(name).then(() => select(name, false));
+      return;
+    }
+    state.values[name] = given;
+    state.files[name] = {};
+    delete state.example[name];
+    delete state.cleared[name];
     select(name, false);
   }
 
@@ -79,7 +118,8 @@
         any = true;
       }
     }
-    if (!any) params.set("form", "blank");
+    if (isExample(state.current)) params.set("form", "example");
+    else if (!any) params.set("form", "blank");
     const url = `${location.pathname}?${params.toString()}`;
     if (push) history.pushState(null, "", url);
     else history.replaceState(null, "", url);
@@ -93,8 +133,8 @@
       const b = el("button", {type: "button", role: "tab", id: `tab-${c.name}`, "data-calc": c.name,
                               title: c.help, text: c.title});
       b.addEventListener("click", () => {
-        if (!state.values[c.name]) state.values[c.name] = exampleOf(c.name);
-        select(c.name, true);
+        if (state.values[c.name]) select(c.name, true);
+        else loadExample(c.name).then(() => select(c.name, true));
       });
       nav.append(b);
     }
@@ -120,6 +160,10 @@
       const on = b.dataset.calc === name;
       b.setAttribute("aria-selected", on ? "true" : "false");
       b.classList.toggle("active", on);
+      // on a phone the tabs are one row that scrolls sideways: the chosen one comes into view
+      if (on && b.parentElement.scrollWidth > b.parentElement.clientWidth) {
+        b.parentElement.scrollLeft = b.offsetLeft - b.parentElement.offsetLeft - 16;
+      }
     }
     $("calc-title").textContent = calc.title;
     $("calc-help").textContent = calc.help;
@@ -134,6 +178,7 @@
     const form = $("form");
     form.replaceChildren();
     const values = state.values[calc.name] || (state.values[calc.name] = {});
+    const example = state.example[calc.name] || new Set();
     for (const f of calc.fields) {
       const id = `f-${f.name}`;
       let input;
@@ -142,6 +187,7 @@
         input = el("input", {type: "checkbox", id, name: f.name});
         input.checked = value !== undefined ? /^(1|true|yes|on|y)$/i.test(value) : f.default === true;
         input.addEventListener("change", () => {
+          userInput(calc, f.name);
           const on = input.checked;
           if (on === (f.default === true)) delete values[f.name];
           else values[f.name] = on ? "true" : "false";
@@ -152,11 +198,13 @@
         input.append(el("option", {value: "", text: f.default !== null ? `(default: ${f.default})` : "(none)"}));
         for (const c of f.choices) input.append(el("option", {value: c, text: c}));
         input.value = value || "";
-        input.addEventListener("change", () => { values[f.name] = input.value; changed(); });
+        input.addEventListener("change", () => { userInput(calc, f.name); values[f.name] = input.value; changed(); });
       } else if (f.upload) {
         // the file is read by the server in memory; it cannot live in the URL
         input = el("input", {type: "file", id, name: f.name, multiple: f.container === "list"});
+        showFiles(input, (state.files[calc.name] || {})[f.name]);
         input.addEventListener("change", () => {
+          userInput(calc, f.name);
           const files = state.files[calc.name] || (state.files[calc.name] = {});
           if (input.files.length) files[f.name] = Array.from(input.files);
           else delete files[f.name];
@@ -167,7 +215,7 @@
                              placeholder: f.default !== null && f.default !== undefined ? asText(f.default) : "",
                              list: listFor(f)});
         input.value = value || "";
-        input.addEventListener("input", () => { values[f.name] = input.value; changed(); });
+        input.addEventListener("input", () => { userInput(calc, f.name); values[f.name] = input.value; changed(); });
       }
       const hint = [f.doc];
       if (f.expected) hint.push(f.expected);
@@ -176,14 +224,95 @@
       const bt = boundsText(f);
       if (bt) hint.push(bt);
       if (f.required) hint.push("required");
-      const row = el("div", {class: `field kind-${f.kind}`, "data-field": f.name},
-        el("label", {for: id, text: f.name}),
+      const row = el("div", {class: `field kind-${f.kind}${example.has(f.name) ? " from-example" : ""}`,
+                             "data-field": f.name},
+        el("label", {for: id}, f.name, el("span", {class: "example-tag", text: "example"})),
         el("div", {class: "control"}, input, el("span", {class: "unit", text: f.unit || ""})),
         el("small", {class: "hint", text: hint.filter(Boolean).join(" · ")}),
         el("div", {class: "field-error", id: `err-${f.name}`}));
       form.append(row);
     }
     form.onsubmit = (e) => { e.preventDefault(); compute(); };
+    showExampleNote();
+  }
+
+  // a file input shows the files the page holds for it (a sample the example attached, or a kept upload)
+  function showFiles(input, files) {
+    const dt = new DataTransfer();
+    for (const file of files || []) dt.items.add(file);
+    input.files = dt.files;
+  }
+
+  function isExample(name) {
+    return Boolean(state.example[name] && state.example[name].size);
+  }
+
+  // The user's first input into a form holding the worked example: their inputs replace it entirely, so
+  // the example's other values are cleared (and offered back: "Keep them").
+  function userInput(calc, field) {
+    const example = state.example[calc.name];
+    delete state.example[calc.name];
+    for (const row of document.querySelectorAll(".field.from-example")) row.classList.remove("from-example");
+    const cleared = state.cleared[calc.name];
+    if (!example && cleared) {  // a cleared field the user fills is theirs now: "Keep them" leaves it alone
+      delete cleared.values[field];
+      delete cleared.files[field];
+      if (!Object.keys(cleared.values).length && !Object.keys(cleared.files).length) delete state.cleared[calc.name];
+      showExampleNote();
+    }
+    if (!example) return;
+    const values = state.values[calc.name], files = state.files[calc.name] || {};
+    const kept = {values: {}, files: {}};
+    for (const k of example) {
+      if (k === field) continue;
+      if (k in values) { kept.values[k] = values[k]; delete values[k]; }
+      if (k in files) { kept.files[k] = files[k]; delete files[k]; }
+      setInput(calc, k);
+    }
+    if (Object.keys(kept.values).length || Object.keys(kept.files).length) state.cleared[calc.name] = kept;
+    showExampleNote();
+  }
+
+  // "Keep them": the example's values the user's first input cleared come back, as the user's own
+  function keepExample() {
+    const name = state.current, calc = state.calcs[name], cleared = state.cleared[name];
+    if (!cleared) return;
+    delete state.cleared[name];
+    Object.assign(state.values[name], cleared.values);
+    state.files[name] = Object.assign(state.files[name] || {}, cleared.files);
+    for (const k of [...Object.keys(cleared.values), ...Object.keys(cleared.files)]) setInput(calc, k);
+    showExampleNote();
+    changed();
+  }
+
+  // an input shows what the page holds for its field
+  function setInput(calc, name) {
+    const f = calc.fields.find((x) => x.name === name);
+    const input = $(`f-${name}`);
+    if (!f || !input) return;
+    const value = (state.values[calc.name] || {})[name];
+    if (f.kind === "bool") input.checked = value !== undefined ? /^(1|true|yes|on|y)$/i.test(value) : f.default === true;
+    else if (f.upload) showFiles(input, (state.files[calc.name] || {})[name]);
+    else input.value = value || "";
+  }
+
+  function showExampleNote() {
+    const box = $("example-note");
+    const name = state.current, example = state.example[name], cleared = state.cleared[name];
+    box.replaceChildren();
+    box.className = "example-note";
+    if (example && example.size) {
+      box.append(el("strong", {text: "Worked example. "}),
+                 `Its values fill the marked fields: ${[...example].join(", ")}. Type your own and they replace it entirely.`);
+    } else if (cleared) {
+      const names = [...Object.keys(cleared.values), ...Object.keys(cleared.files)];
+      const keep = el("button", {type: "button", id: "keep-example", text: "Keep them"});
+      keep.addEventListener("click", keepExample);
+      box.classList.add("cleared");
+      box.append(el("strong", {text: "Your inputs replace the worked example: "}),
+                 `its other values were cleared (${names.join(", ")}). `, keep);
+    }
+    box.hidden = !box.childNodes.length;
   }
 
   function changed() {
@@ -219,6 +348,11 @@
     clearTimeout(state.timer);
     const name = state.current;
     const seq = ++state.seq;
+    const needs = state.calcs[name].needs_file;
+    if (needs && !((state.files[name] || {})[needs] || []).length) {
+      offerSample(state.calcs[name]);
+      return;
+    }
     document.body.classList.add("busy");
     let res, data;
     try {
@@ -245,12 +379,24 @@
   function clearResult() {
     state.view = null;
     $("error").hidden = true;
+    $("offer").hidden = true;
     $("result").classList.add("empty");
     for (const id of ["result-title", "meaning"]) $(id).textContent = "";
     for (const id of ["figures", "tables", "warnings", "assumptions", "derivation", "notes"]) $(id).replaceChildren();
     finaliseCharts();
     $("charts").replaceChildren();
     $("cli").textContent = "";
+  }
+
+  // a tab that reads a file opens on the offer of its sample, not on "logs is required"
+  function offerSample(calc) {
+    clearResult();
+    const box = $("offer");
+    const button = el("button", {type: "button", id: "use-sample", text: calc.sample_offer || "Use the sample"});
+    button.addEventListener("click", () => loadExample(calc.name).then(() => select(calc.name, false)));
+    box.replaceChildren(el("strong", {text: `Choose a file for ${calc.needs_file}, `}), "or ", button,
+                        calc.sample_note ? ` (${calc.sample_note}).` : ".");
+    box.hidden = false;
   }
 
   function showError(err) {
@@ -274,6 +420,7 @@
     clearFieldErrors();
     state.view = view;
     $("error").hidden = true;
+    $("offer").hidden = true;
     const result = $("result");
     result.classList.remove("stale", "empty");
     $("result-title").textContent = view.title;
@@ -372,6 +519,63 @@
     state.charts = [];
   }
 
+  // Chart text at its own size on any screen: a chart is drawn as wide as its panel, never drawn wide and
+  // shrunk (at 420 px a 520 px chart shrank its 10 px labels to 6 px); on a phone the text is larger.
+  // A chart of side-by-side columns (the card) keeps its width and scrolls sideways.
+  const PHONE = "(max-width: 560px)";
+  const PHONE_TEXT_PX = 12;
+
+  function forScreen(spec, available) {
+    const s = JSON.parse(JSON.stringify(spec));
+    const phone = window.matchMedia(PHONE).matches;
+    if (typeof s.width === "number" && available > 0 && !s.hconcat && !s.vconcat && !s.concat) {
+      const room = available - 8;
+      if (s.width + 90 > room) {  // the axes and legend take ~90 px beside the plot
+        s.width = Math.max(200, room);
+        s.autosize = {type: "fit-x", contains: "padding"};
+      }
+    }
+    if (typeof s.width === "number") wrapTitle(s, s.width);
+    if (phone) {
+      const text = {labelFontSize: PHONE_TEXT_PX, titleFontSize: PHONE_TEXT_PX};
+      const config = s.config || {};
+      s.config = {...config, axis: {...(config.axis || {}), ...text}, legend: {...(config.legend || {}), ...text},
+                  title: {...(config.title || {}), fontSize: PHONE_TEXT_PX + 2}, text: {fontSize: PHONE_TEXT_PX}};
+      largerText(s);
+    }
+    return s;
+  }
+
+  // a title longer than the chart is wide breaks into lines (Vega-Lite takes a list of lines), never cut off
+  function wrapTitle(s, width) {
+    if (!s.title) return;
+    const title = typeof s.title === "string" ? {text: s.title} : s.title;
+    const size = title.fontSize || PHONE_TEXT_PX + 2;
+    const perLine = Math.max(16, Math.floor(width / (0.65 * size)));  // a character is at most about 0.65 em wide
+    for (const key of ["text", "subtitle"]) {
+      if (typeof title[key] !== "string" || title[key].length <= perLine) continue;
+      const lines = [];
+      for (const word of title[key].split(" ")) {
+        const last = lines.length - 1;
+        if (last >= 0 && lines[last].length + word.length + 1 <= perLine) lines[last] += ` ${word}`;
+        else lines.push(word);
+      }
+      title[key] = lines;
+    }
+    s.title = title;
+  }
+
+  // text marks and titles that set their own size: at least the phone's size
+  function largerText(node) {
+    if (Array.isArray(node)) { node.forEach(largerText); return; }
+    if (!node || typeof node !== "object") return;
+    for (const [k, v] of Object.entries(node)) {
+      if (k === "data") continue;
+      if (k === "fontSize" && typeof v === "number" && v < PHONE_TEXT_PX) node[k] = PHONE_TEXT_PX;
+      else largerText(v);
+    }
+  }
+
   function drawCharts(view) {
     finaliseCharts();
     const box = $("charts");
@@ -389,7 +593,7 @@
       const holder = el("figure", {class: "chart", "data-chart": name});
       box.append(holder);
       // ast + the bundled interpreter: no eval, so the page keeps script-src 'self'
-      window.vegaEmbed(holder, spec, {actions: false, renderer: "svg", ast: true})
+      window.vegaEmbed(holder, forScreen(spec, box.clientWidth), {actions: false, renderer: "svg", ast: true})
         .then((result) => {
           if (state.view !== view) { result.finalize(); return; }
           state.charts.push(result);
@@ -440,9 +644,8 @@
     for (const c of state.api.calculators) state.calcs[c.name] = c;
     buildTabs();
     $("example").addEventListener("click", () => {
-      state.values[state.current] = exampleOf(state.current);
-      delete state.files[state.current];
-      select(state.current, false);
+      const name = state.current;
+      loadExample(name).then(() => select(name, false));
     });
     $("copy-cli").addEventListener("click", copyCli);
     $("download-json").addEventListener("click", downloadJson);
