@@ -7,6 +7,10 @@ file ignores), checks what it opened (``fstat``, so a path swapped after a check
 caught) and refuses anything but a regular file in one line. :func:`read_bounded` reads
 such a file whole only when it is at most ``max_bytes``. Every OS error (a name over 255
 bytes, a symlink loop, no permission) is an :class:`InputError` naming the field and path.
+
+:func:`write_file` is the same for an output (``--save``, ``--chart``): it writes a regular file
+only (a FIFO would block the write until a reader came; ``/dev/full`` never takes it), in a folder
+that exists, and says in one line why it cannot.
 """
 
 from __future__ import annotations
@@ -27,12 +31,17 @@ def _kind(mode: int) -> str:
     return next((said for test, said in KINDS if test(mode)), "something else")
 
 
-def _os_error(field: str, path: str | os.PathLike, exc: OSError) -> InputError:
+def os_error(field: str, path: str | os.PathLike, exc: OSError) -> InputError:
     why = {errno.ENOENT: ("does not exist", "give the path of an existing file"),
            errno.ENAMETOOLONG: ("has a name too long for the file system", "give a shorter path"),
            errno.ELOOP: ("is a symlink loop", "point the link at a file"),
            errno.EACCES: ("cannot be read (permission denied)", "give a file you can read"),
-           errno.ENOTDIR: ("has a part that is not a folder", "check the path")}
+           errno.ENOTDIR: ("has a part that is not a folder", "check the path"),
+           errno.EISDIR: ("is a folder", "give a file name in it"),
+           errno.EROFS: ("is on a read-only file system", "give a path you can write"),
+           errno.ENOSPC: ("cannot be written: the disk is full", "free some space or give another disk"),
+           errno.EDQUOT: ("cannot be written: the disk quota is spent", "free some space or give another disk"),
+           errno.EPERM: ("cannot be written (operation not permitted)", "give a path you can write")}
     problem, fix = why.get(exc.errno, (f"cannot be opened ({exc.strerror or exc})", "give the path of a file"))
     return InputError(field, os.fspath(path), problem, fix)
 
@@ -44,7 +53,7 @@ def regular_file(path: str | os.PathLike, field: str) -> Path:
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         if isinstance(exc, ValueError):
             raise InputError(field, os.fspath(path), "is not a valid path (it holds a NUL byte)") from None
-        raise _os_error(field, path, exc) from None
+        raise os_error(field, path, exc) from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError(field, os.fspath(path), f"is {_kind(st.st_mode)}, not a regular file",
                          "give the path of a file")
@@ -60,7 +69,7 @@ def open_regular(path: str | os.PathLike, field: str) -> BinaryIO:
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing only
             raise InputError(field, os.fspath(path), "is not a regular file", "give the path of a file") from None
-        raise _os_error(field, path, exc) from None
+        raise os_error(field, path, exc) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -84,3 +93,42 @@ def read_bounded(path: str | os.PathLike, field: str, max_bytes: int) -> bytes:
                          f"({fmt(float(max(size, len(data))), 'bytes')} > {fmt(float(max_bytes), 'bytes')})",
                          "give the file it should be; a larger one is not one of these")
     return data
+
+
+def write_file(path: str | os.PathLike, field: str, data: bytes | str, *, append: bool = False) -> None:
+    """Write ``data`` (text as UTF-8) to ``path``: a regular file (new, or replaced), in a folder that exists.
+
+    Never blocks: a FIFO, a device or a folder at ``path`` is refused before it is opened, and the open
+    does not wait for a reader. Every OS error is one InputError naming the field and the path.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InputError(field, os.fspath(path), "is in a folder that does not exist",
+                             "create the folder first, or give a path in an existing one") from None
+    except ValueError:
+        raise InputError(field, os.fspath(path), "is not a valid path (it holds a NUL byte)") from None
+    except OSError as exc:
+        raise os_error(field, path, exc) from None
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(field, os.fspath(path), f"is {_kind(st.st_mode)}, not a regular file",
+                             "give the path of a file to write")
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO put there since the check, with no reader
+            raise InputError(field, os.fspath(path), "is not a regular file", "give the path of a file to write") from None
+        raise os_error(field, path, exc) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(field, os.fspath(path), "is not a regular file", "give the path of a file to write")
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as exc:
+        raise os_error(field, path, exc) from None
+    finally:
+        os.close(fd)

@@ -191,6 +191,9 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
             return False
         raise InputError(name, raw, "must be true or false")
     if kind in ("text", "name", "path"):
+        if isinstance(raw, (dict, list, tuple)):  # a TOML table or array where one text value belongs
+            raise InputError(name, "a table" if isinstance(raw, dict) else "a list", "must be text",
+                             "give one value in quotes")
         s = str(raw).strip()
         if not s:
             raise InputError(name, raw, "must not be empty")
@@ -346,29 +349,55 @@ def describe(cls: type) -> list[dict]:
 
 
 # ------------------------------------------------------------------------ plan files
-def read_config(path: str) -> dict[str, Any]:
-    """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
+# A plan file napkin writes holds a few hundred bytes; one of a megabyte is not a plan, and reading it
+# whole would be an unbounded read of whatever the path names.
+MAX_CONFIG_BYTES = 2**20
+
+
+def read_toml(path: str, field: str, *, what: str = "a plan file", fix: str | None = None,
+              missing_fix: str | None = None, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """A small TOML file a user names (a plan, a calibration): a regular file of at most ``max_bytes``,
+    UTF-8, valid TOML, nested no deeper than a parser's stack; else one InputError naming ``field``.
+
+    ``what`` names the file in the problem ("is nested too deeply to be a calibration"), ``fix`` is
+    said after any problem with its content, ``missing_fix`` after "does not exist".
+    """
     import tomllib
 
+    from napkin.files import read_bounded
+
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError("config", path, "does not exist", "give the path of a .toml file") from None
+        data = read_bounded(path, field, max_bytes)
+    except InputError as exc:
+        if exc.problem == "does not exist" and missing_fix:
+            raise InputError(field, str(path), "does not exist", missing_fix) from None
+        raise
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(field, str(path), "is not UTF-8 text, so not a TOML file", fix) from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError("config", path, f"is not valid TOML ({exc})") from None
+        raise InputError(field, str(path), f"is not valid TOML ({exc})", fix) from None
+    except RecursionError:
+        raise InputError(field, str(path), f"is nested too deeply to be {what}", fix) from None
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
+    data = read_toml(path, "config", missing_fix="give the path of a .toml file")
     if "request" in data and isinstance(data["request"], dict):
         data = data["request"]
     return data
 
 
-def write_config(path: str, values: dict[str, Any], *, command: str) -> None:
-    """Write a request as flat TOML, readable by --config."""
+def write_config(path: str, values: dict[str, Any], *, command: str, trailer: list[str] = ()) -> None:
+    """Write a request as flat TOML, readable by --config (``trailer``: comment lines after it)."""
+    from napkin.files import write_file
+
     lines = [f"# napkin {command} plan: every input, in base units", "[request]"]
     for k, v in values.items():
         lines.append(f"{k} = {_toml_value(v)}")
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_file(path, "save", "\n".join([*lines, *trailer]) + "\n")
 
 
 def _toml_value(v: Any) -> str:

@@ -8,7 +8,6 @@ several times more tokens in some languages (Amharic, Hindi) than in English.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import msgspec
@@ -29,15 +28,24 @@ class TokensRequest(S, kw_only=True, forbid_unknown_fields=True):
                                    choices=CHOICES)] = "o200k"
 
 
+# A book is a few megabytes of text; a file past 64 MiB would take minutes to count and is not text to read whole.
+MAX_TEXT_BYTES = 64 * 2**20
+
+
 def read_text(path: str) -> str:
-    """A file's text as UTF-8; InputError naming the file when it cannot be read as text."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file", path, "does not exist", "give the path of a text file")
-    if p.is_dir():
-        raise InputError("file", path, "is a directory", "give the path of a text file")
+    """A file's text as UTF-8 (a regular file of at most 64 MiB); InputError naming the file otherwise."""
+    from napkin.files import read_bounded
+
     try:
-        return p.read_text(encoding="utf-8")
+        data = read_bounded(path, "file", MAX_TEXT_BYTES)
+    except InputError as exc:
+        if exc.problem == "does not exist":
+            raise InputError("file", path, "does not exist", "give the path of a text file") from None
+        if exc.problem.startswith("is a folder"):
+            raise InputError("file", path, "is a directory", "give the path of a text file") from None
+        raise
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("file", path, "is not UTF-8 text", "convert it, e.g. iconv -t utf-8") from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -9,20 +10,16 @@ from typing import Any
 import click
 
 from napkin.cli.common import calculator_command
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 
 
 def _write(path: str, text: str | bytes) -> None:
-    p = Path(path)
-    if p.is_dir():
+    from napkin.files import write_file
+
+    if os.path.isdir(path):
         raise InputError("output", path, "is a directory", "give a file name such as out.html")
-    if not p.parent.exists():
-        raise InputError("output", path, "is in a folder that does not exist", f"create {p.parent} first")
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {path}", err=True)
+    write_file(path, "output", text)
+    click.echo(f"wrote {quote(path)}", err=True)
 
 
 def _chart_bytes(spec: dict, path: str, field: str) -> bytes | str:
