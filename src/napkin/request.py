@@ -2,7 +2,8 @@
 
 The CLI options, the web form, the JSON API and ``--config file.toml`` all build the
 same Struct through :func:`parse_request`, so a field's doc string, unit and bounds
-live in one place::
+live in one place (and beyond its own bounds, every number is held to the physical range of
+its name or kind, :mod:`napkin.limits`)::
 
     class MfuRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         params: Annotated[float, field("count", "model parameters N", gt=0)]
@@ -25,7 +26,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import units
+from napkin import limits, units
 from napkin.errors import InputError
 
 EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
@@ -180,7 +181,7 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
     if (kind in units.KINDS or kind == "int") and isinstance(raw, int) and not isinstance(raw, bool) \
             and abs(raw) > sys.float_info.max:  # a JSON or TOML integer of 310 digits: float() would overflow
         raise InputError(name, f"an integer of {len(str(abs(raw)))} digits", "is beyond the range of a number",
-                         "give a value of at most 1.8e308")
+                         "no physical input is that large")
     if kind == "bool":
         if isinstance(raw, bool):
             return raw
@@ -213,11 +214,12 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
         v = units.parse(raw, "count", name) if isinstance(raw, str) else raw
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
             raise InputError(name, raw, "must be a whole number")
-        v = int(v)
         check_bounds(name, v, meta, kind, raw)
-        return v
+        limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
+        return int(v)
     v = units.parse(raw, kind, name)
     check_bounds(name, v, meta, kind, raw)
+    limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
     return v
 
 
