@@ -4,6 +4,8 @@
   copy of shared/data/worked-examples.json), for golden tests that cite their id.
 * ``run_cli(*args)``: the napkin CLI through click's runner (stdout is not a terminal,
   so the plain-text table is printed, exactly).
+* ``NAPKIN_TODAY`` pins the date prices are aged from (2026-12-01), so outputs are the same
+  every day; set it yourself to look at another date.
 * A skipped test fails the run: every part the suite needs must be installed
   (set NAPKIN_ALLOW_SKIP=1 to look at a partial environment by hand).
 * Hypothesis draws the same examples on every run (derandomized), so CI passes or fails on
@@ -20,6 +22,10 @@ from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import settings
+
+# Prices are aged from a pinned date, so the "older than 180 days" warnings in exact outputs (and in
+# the README's, which its test runs in subprocesses that inherit this) do not change from day to day.
+os.environ.setdefault("NAPKIN_TODAY", "2026-12-01")
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)

@@ -69,7 +69,7 @@ def test_claim_70b_2t_500k_reads_each_part_at_its_own_price(ex):
     # one run at the reference MFU 0.40 on that part and price: $669k, so $500k is 0.75 of one run
     assert r["claimed_over_compute"] == pytest.approx(500e3 / (c / (peak * 0.40 * HOUR) * low))
     assert "Instinct MI300X (the most favourable part in the catalog) at $1.50/h" in r["verdict_reason"]
-    assert "on H100 SXM at its own $2.95/h it would need MFU 1.39" in r["verdict_reason"]
+    assert "on H100 SXM at its own $2.95/h it would need MFU 139%" in r["verdict_reason"]
     # the H100's own price for one run at MFU 0.40
     assert r["compute_usd"] == pytest.approx(c / (H100_BF16 * 0.40 * HOUR) * h100_list, rel=1e-9)
     assert r["implied_usd_per_gpu_hour"] == pytest.approx(500e3 / (c / (H100_BF16 * 0.40 * HOUR)), rel=1e-9)
@@ -87,7 +87,7 @@ def test_chosen_gpu_is_read_at_its_own_price_not_the_cheapest_in_the_catalog():
     assert r["most_favourable_implied_mfu"] == pytest.approx(mfu) and mfu > 1
     assert r["verdict"] == "inconsistent"
     assert "$1.30/h" not in r["verdict_reason"] and "a100" not in r["verdict_reason"].lower()
-    assert "on B200 (HGX B200, per GPU) at its own $5.25/h it would need MFU 2.72" in r["verdict_reason"]
+    assert "on B200 (HGX B200, per GPU) at its own $5.25/h it would need MFU 272%" in r["verdict_reason"]
 
 
 @pytest.mark.parametrize("ex", worked("train-8b-15t"), ids=str)
@@ -167,7 +167,7 @@ def test_needs_mfu_between_06_and_1_is_implausible_and_says_why():
     assert r["most_favourable_implied_mfu"] == pytest.approx(0.8)
     assert r["verdict"] == "implausible"
     assert "no large dense run has published above" in r["verdict_reason"]
-    assert "0.80" in r["verdict_reason"]
+    assert "needs MFU 80% on" in r["verdict_reason"]
 
 
 def test_never_overstates_impossible_at_the_chosen_parts_price_but_not_at_the_most_favourable():
@@ -200,7 +200,7 @@ def test_cost_and_gpus_times_days_are_both_judged():
     assert r["claimed_over_implied_usd"] == pytest.approx(2e6 / (720_000 * h100_list))
     assert r["verdict"] == "plausible only as one final run's compute"
     assert "0.94× what 1,000 GPUs for 30 days cost at $2.95/h ($2.124M)" in r["verdict_reason"]
-    assert "GPUs × days need MFU 0.33" in r["verdict_reason"]
+    assert "GPUs × days need MFU 32.8%" in r["verdict_reason"]
     assert r["verdict_reason"].index("0.94×") < r["verdict_reason"].index("GPUs × days need")  # worst first
 
 
@@ -260,7 +260,7 @@ def test_a_named_gpu_is_the_verdicts_part_for_a_cost_alone():
     assert r["verdict"] == "inconsistent"
     need = 8.4e23 * 2.79 / (500e3 * HOUR * H100_BF16)
     assert need == pytest.approx(1.3158, abs=1e-4)
-    assert r["verdict_reason"].startswith(f"the claimed cost needs MFU {need:.2f} on H100 SXM (as named) at $2.79/h")
+    assert r["verdict_reason"].startswith(f"the claimed cost needs MFU {need:.0%} on H100 SXM (as named) at $2.79/h")
     assert "the most favourable catalog reading, Instinct MI300X at $1.50/h" in r["verdict_reason"]
     assert r["most_favourable_gpu"] == "mi300x"
     assert r["verdict_assumptions"][0] == "H100 SXM dense bf16 peak 989.5 TFLOP/s"
@@ -282,7 +282,7 @@ def test_a_named_gpu_without_a_catalog_price_needs_one():
     assert "the catalog has no GPU-hour price for it" in str(e.value)
     r = calculate("check", params="37B", tokens="14.8T", gpu="h800", claimed_usd="5.576M", price="2/h")
     # DeepSeek-V3 (technical report, table 1): 2.788M H800 hours at $2/h, MFU 3.286e24 / (2.788M h · 3600 · 989.5e12)
-    assert r["verdict_reason"].startswith("the claimed cost needs MFU 0.33 on H800 SXM at $2/h (given)")
+    assert r["verdict_reason"].startswith("the claimed cost needs MFU 33.1% on H800 SXM at $2/h (given)")
     assert r["verdict"] == "plausible only as one final run's compute"
 
 

@@ -337,7 +337,7 @@ def test_train_with_a_deadline_needs_the_cluster_a_count_was_seen_on():
     r = calculate("train", params="70B", tokens="15T", deadline="60d", goodput="auto", interruptions=419,
                   period="54d", observed_gpus=LLAMA3_GPUS, checkpoint_time="60s", restart_time="10min")
     per_gpu = LLAMA3_PERIOD_S / 419 * LLAMA3_GPUS
-    assert r["cluster_mtbf_s"] == pytest.approx(per_gpu / r["gpus_needed"])
+    assert r["cluster_mtbf_s"] == pytest.approx(per_gpu / r["gpus_for_deadline"])
 
 
 # --------------------------------------------------------------- found in review, round 3

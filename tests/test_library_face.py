@@ -106,7 +106,9 @@ def test_the_working_cites_its_formulas_and_defaults_their_sources():
                      "marginal_usd": "training.marginal_usd", "loaded_usd": "training.loaded_usd",
                      "usd_per_million_tokens.marginal": "training.usd_per_million_tokens",
                      "usd_per_million_tokens.loaded": "training.usd_per_million_tokens",
-                     "energy_kwh": "energy.gpu_energy_kwh", "training_static_bytes": "memory.training_static_bytes",
+                     "energy_kwh": "energy.gpu_energy_kwh", "cluster_power_w": "energy.cluster_power_watts",
+                     "energy_household_years": "energy.household_years",
+                     "training_static_bytes": "memory.training_static_bytes",
                      "min_gpus_for_state": "memory.min_gpus_for_state"}
     sources = {a["name"]: a.get("source") for a in d["assumptions"]}
     for name, key in (("gpu", "default_gpu"), ("mfu", "training_mfu"), ("goodput", "training_goodput"),

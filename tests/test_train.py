@@ -93,7 +93,7 @@ def test_reference_price_of_another_part():
 def test_no_gpu_and_no_price_with_a_hand_peak_uses_the_seed_illustrative_price():
     r = calculate("train", {"params": "7B", "tokens": "2T", "peak": "989T"})
     assert r["price"] == 2.5
-    assert r["price_basis"] == "illustrative seed figure"
+    assert r["price_basis"] == "illustrative figure"
     assert assumption(r, "price").basis == "reference"
     assert "illustrative-price" in codes(r)
     assert "gpu" not in r.results and "energy_kwh" not in r.results  # no part, no TDP
@@ -157,11 +157,13 @@ def test_the_models_published_tokens_are_the_default():
 # ------------------------------------------------------------------------ gpus / deadline
 def test_deadline_gives_gpus_and_the_wall_time_they_give():
     r = train(deadline="3w")
-    n = r["gpus_needed"]
+    n = r["gpus_for_deadline"]
     assert isinstance(n, int)
     assert r["wall_s"] <= 3 * WEEK
-    assert r["wall_s"] * n / (n - 1) > 3 * WEEK  # one fewer GPU misses it
-    assert train(gpus=n)["wall_s"] == pytest.approx(r["wall_s"])
+    assert train(gpus=n)["wall_s"] <= 3 * WEEK < train(gpus=n - 1)["wall_s"]  # one fewer GPU misses it
+    # the cluster is whole 8-GPU HGX boards, and runs on all of them
+    assert r["gpus_needed"] == 8 * math.ceil(n / 8) and r["nodes"] == r["gpus_needed"] // 8
+    assert train(gpus=r["gpus_needed"])["wall_s"] == pytest.approx(r["wall_s"])
 
 
 def test_an_infeasible_deadline_is_an_error_not_a_number():
@@ -217,8 +219,8 @@ def test_goodput_auto_with_a_given_interval():
 def test_goodput_auto_with_a_deadline_finds_a_consistent_cluster():
     r = calculate("train", {"params": "70B", "tokens": "15T", "deadline": "60d", "goodput": "auto", "price": "2.5",
                             **FAILURES})
-    n = r["gpus_needed"]
-    # the goodput is the one of the cluster found, and that cluster meets the deadline
+    n = r["gpus_for_deadline"]
+    # the goodput is the one of the cluster found (whole nodes add fewer than 8 GPUs), and it meets the deadline
     assert r["goodput"] == pytest.approx(_daly(50_000 * HOUR / n)[1])
     assert r["wall_s"] <= 60 * DAY
 
@@ -478,7 +480,7 @@ def test_gpus_needed_with_goodput_auto_is_self_consistent():
     assert str(e.value).startswith("deadline is infeasible: it needs 101,270 GPUs (at their goodput 54.7%), more "
                                    "than --max-gpus 100,000")
     r = calculate("train", {**BIG, "deadline": "20d", "max_gpus": 200_000, **LLAMA3_RATE})
-    assert r["gpus_needed"] == 101_270
+    assert (r["gpus_for_deadline"], r["gpus_needed"]) == (101_270, 101_272)  # then whole 8-GPU nodes
     assert r["goodput"] == pytest.approx(_llama3_goodput(101_270), rel=1e-12)
     assert r["wall_s"] <= 20 * DAY
 

@@ -68,7 +68,7 @@ class Assumption:
     value: Any
     note: str
     unit: str | None = None
-    basis: str = "assumed"  # assumed | measured | catalog | given | reference | fitted
+    basis: str = "assumed"  # assumed | measured | catalog | given | reference | fitted | planned
     source: str = ""  # where a default's value comes from (catalog/assumptions.toml)
     replaced_by: str = ""  # the measurement that would replace it
 
@@ -83,7 +83,7 @@ class Assumption:
 
 @dataclass(frozen=True)
 class Warning:  # noqa: A001 - the domain word; never the builtin in this module's users
-    """A plausible input that falls into one of the seeds' traps."""
+    """A plausible input that falls into one of the classic traps (DESIGN: sparse peaks, query heads, busy GPUs, ...)."""
 
     code: str
     message: str
@@ -240,6 +240,10 @@ class Report:
         if measured:  # a figure from a calibration file: where and when it was measured
             lines.append("measured: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"
                                                   for a in measured))
+        planned = [a for a in self.assumptions if a.basis == "planned"]
+        if planned:  # a figure another napkin command predicted (--mfu auto: napkin plan train's best layout)
+            lines.append("planned: " + "; ".join(f"{a.name} = {units.fmt_auto(a.value, a.unit)} ({a.note})"
+                                                 for a in planned))
         lines += [f"note: {n}" for n in self.notes]
         return lines
 

@@ -52,6 +52,9 @@ def bytes_per_value(name: str, field: str = "precision") -> float:
     return BYTES_PER_VALUE[precision(name, field)]
 
 
+MAX_NODE = 72  # a scale-up domain larger than a rack (a TPU pod) is not a unit a cluster is rented in
+
+
 class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     """One accelerator (per chip, or per GPU for multi-die packages such as GB200)."""
 
@@ -77,6 +80,9 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     # runs at the slowest link it crosses (the scale-out NIC, PCIe or DCN).
     scale_up_domain: int
     scale_up_source: str = ""
+    # GPUs rented together in one node, where it is not the scale-up domain (a TPU host: 8 v5e chips)
+    gpus_per_node: int | None = None
+    gpus_per_node_source: str = ""
     tdp_watts: float | None = None
     sparsity_factor: float | None = None
     form_factor: str = ""
@@ -124,6 +130,15 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
         if not self.sparsity_factor or not self.supports(prec):
             return None
         return self.peak(prec) * self.sparsity_factor
+
+    @property
+    def node_size(self) -> int:
+        """GPUs a cluster of this part is rented in: its node (gpus_per_node), else its scale-up domain
+        (an HGX board of 8, an NVL72 rack of 72), else 1 where the domain is a whole pod (a TPU slice
+        is sized in chips)."""
+        if self.gpus_per_node:
+            return self.gpus_per_node
+        return self.scale_up_domain if self.scale_up_domain <= MAX_NODE else 1
 
     def ridge_flops_per_byte(self, prec: str) -> float:
         return self.peak(prec) / self.memory_bytes_per_s

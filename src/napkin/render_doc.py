@@ -42,6 +42,16 @@ def _guessed(d: dict) -> list[dict]:
     return [a for a in d.get("assumptions", []) if a["basis"] in ("assumed", "reference")]
 
 
+def _footer(d: dict) -> list[str]:
+    """The inputs that were assumed, and the parameters fitted to published measurements, as the CLI names them."""
+    out = []
+    for label, picked in (("assumed", _guessed(d)),
+                          ("fitted", [a for a in d.get("assumptions", []) if a["basis"] == "fitted"])):
+        if picked:
+            out.append(f"{label}: " + "; ".join(f"{a['name']} = {_fmt(a['value'], a['unit'])}" for a in picked))
+    return out
+
+
 def _sum_line(d: dict) -> str:
     parts = [f"{r['title'].lower()} {units.format(r['flops'], 'flops')}" for r in d["rungs"] if r["flops"]]
     return f"Σ {units.format(d['meter_flops'], 'flops')} = " + " + ".join(parts) + f"   ({d['flops_convention']})"
@@ -65,9 +75,7 @@ def journey_text(d: dict) -> str:
         lines += [f"  note: {n}" for n in rung["notes"]]
     lines += ["", _sum_line(d)]
     lines += [f"warning [{w['code']}]: {w['message']}" for w in d.get("warnings", [])]
-    guessed = _guessed(d)
-    if guessed:
-        lines.append("assumed: " + "; ".join(f"{a['name']} = {_fmt(a['value'], a['unit'])}" for a in guessed))
+    lines += _footer(d)
     return "\n".join(lines)
 
 
@@ -84,9 +92,7 @@ def card_text(d: dict) -> str:
                  cols[2][1][i].ljust(widths[2]), cols[3][1][i]]
         lines.append(("  " + "  ".join(cells)).rstrip())
     lines += [f"warning [{w['code']}]: {w['message']}" for w in d.get("warnings", [])]
-    guessed = _guessed(d)
-    if guessed:
-        lines.append("assumed: " + "; ".join(f"{a['name']} = {_fmt(a['value'], a['unit'])}" for a in guessed))
+    lines += _footer(d)
     return "\n".join(lines)
 
 
@@ -265,7 +271,5 @@ def _rich_tail(console: Any, d: dict) -> None:
     for w in d.get("warnings", []):
         console.print(f"[yellow]warning {_e_rich('[' + w['code'] + ']')}[/yellow]: {_e_rich(w['message'])}",
                       highlight=False)
-    guessed = _guessed(d)
-    if guessed:
-        console.print("[dim]assumed: " + _e_rich("; ".join(f"{a['name']} = {_fmt(a['value'], a['unit'])}"
-                                                            for a in guessed)) + "[/dim]", highlight=False)
+    for line in _footer(d):
+        console.print(f"[dim]{_e_rich(line)}[/dim]", highlight=False)

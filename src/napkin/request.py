@@ -36,7 +36,7 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
           lt: float | None = None, le: float | None = None, choices: tuple[str, ...] = (),
           positional: bool = False, cli: str | None = None, example: str | None = None,
           hidden: bool = False, aliases: tuple[str, ...] = (), unit: str | None = None,
-          cli_only: bool = False) -> msgspec.Meta:
+          cli_only: bool = False, bare: str | None = None, words: tuple[str, ...] = ()) -> msgspec.Meta:
     """Metadata for a request field: its unit kind, help text and bounds.
 
     ``unit`` labels a plain number for a reader (``FLOP/B``, ``d``) where its kind has none.
@@ -45,6 +45,12 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
 
     ``aliases`` are other names the field answers to (an older spelling, or the name
     another command uses for the same input): raw keys and config files may use them.
+
+    ``bare`` (NAME=VALUE fields) is the name a lone value without a name stands for
+    (``--price 2.50/h`` as ``all=2.50/h``).
+
+    ``words`` are words a numeric field also takes in place of a number (``--mfu auto``); the
+    calculator reads the word.
     """
     if kind not in units.KINDS and kind not in EXTRA_KINDS:
         raise ValueError(f"unknown field kind {kind!r}")
@@ -52,7 +58,8 @@ def field(kind: str, doc: str, *, gt: float | None = None, ge: float | None = No
         gt, le = 0.0, 1.0
     extra = {"kind": kind, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": list(choices),
              "positional": positional, "cli": cli, "example": example, "hidden": hidden,
-             "aliases": list(aliases), "unit": unit, "cli_only": cli_only}
+             "aliases": list(aliases), "unit": unit, "cli_only": cli_only, "bare": bare,
+             "words": list(words)}
     keep = {k: v for k, v in extra.items() if v is not None and v is not False and v != []}
     return msgspec.Meta(description=doc, extra=keep)
 
@@ -178,6 +185,8 @@ def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None
 
 
 def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
+    if meta.get("words") and isinstance(raw, str) and raw.strip().lower() in meta["words"]:
+        return raw.strip().lower()
     if (kind in units.KINDS or kind == "int") and isinstance(raw, int) and not isinstance(raw, bool) \
             and abs(raw) > sys.float_info.max:  # a JSON or TOML integer of 310 digits: float() would overflow
         raise InputError(name, f"an integer of {len(str(abs(raw)))} digits", "is beyond the range of a number",
@@ -263,7 +272,10 @@ def parse_value(info: FieldInfo, raw: Any) -> Any:
             items = list(raw.items())
         else:
             items = []
-            for part in _split_pairs(raw):
+            pieces = _split_pairs(raw)
+            if info.meta.get("bare") and len(pieces) == 1 and "=" not in str(pieces[0]):
+                pieces = [f"{info.meta['bare']}={pieces[0]}"]  # one value for every name
+            for part in pieces:
                 if not isinstance(part, str) or "=" not in part:
                     raise InputError(info.name, part, "must be NAME=VALUE", f"e.g. {info.meta.get('example', 'name=0.5')}")
                 k, v = part.split("=", 1)

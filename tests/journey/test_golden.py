@@ -1,8 +1,10 @@
-"""Golden values of seed 003 (the journey of one prompt), each citing its worked example.
+"""Golden values of the journey of one prompt, each citing its worked example.
 
-The seed rounds Llama 3.1 405B to N = 405B; the worked examples give params = 405e9, so
-these runs pass it (``params=``) and reproduce the seed's figures. The catalog's
-architecture gives 405.85B; test_default_run_is_the_catalog_count covers that run.
+The worked examples round Llama 3.1 405B to N = 405B and give params = 405e9, so these runs
+pass it (``params=``) and reproduce their figures. The catalog's architecture gives 405.85B;
+test_default_run_is_the_catalog_count covers that run. The examples' times are napkin rules
+(the prefill at one MFU); the journey prints them beside the operator model's, which is
+`napkin serve`'s own: the tests below hold the two commands to the same figures.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import pytest
 
 from napkin import calculate, catalog
+from napkin.catalog import efficiency as eff
 from napkin.formulas import journey as jf
 from tests.conftest import approx, worked
 
@@ -23,18 +26,25 @@ def journey(**kw):
 
 
 def mfu_for(effective_flops_per_s: float, gpus: int = 8) -> float:
-    """The MFU that makes the seed's ~6.3 PFLOP/s node: 6.3e15 / (8 × 1979 TFLOP/s) = 0.398."""
+    """The MFU that makes the worked example's ~6.3 PFLOP/s node: 6.3e15 / (8 × 1979 TFLOP/s) = 0.398."""
     return effective_flops_per_s / (gpus * H100_FP8)
 
 
 @pytest.mark.parametrize("ex", worked("journey-405b-prefill"), ids=str)
 def test_prefill_810_tflop_in_129_ms(ex):
     eff = 6.3e15  # the example's "seconds_at_6p3_pflops"
-    assert mfu_for(eff) == pytest.approx(0.40, abs=0.005)  # the seed's 40% MFU of FP8 peak
+    assert mfu_for(eff) == pytest.approx(0.40, abs=0.005)  # the example's 40% MFU of FP8 peak
     r = journey(params=ex.inputs["params"], system_tokens=ex.inputs["prompt_tokens"] - 12, mfu=mfu_for(eff))
     assert r["prompt_tokens"] == ex.inputs["prompt_tokens"]
     assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
-    assert r["prefill_s"] == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    assert r["prefill_napkin_s"] == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    assert jf.prefill_seconds_at_mfu(ex.expected["prefill_flops"], n_gpus=8, dense_flops_per_s=H100_FP8,
+                                     mfu=mfu_for(eff)) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    # beside it, the operator model's prefill: serve's, to the last digit; a 1,000-token fp8 prefill reaches
+    # less than 40% of the peak there (fixed per-layer costs, the weight read, 252 all-reduces)
+    s = calculate("serve", model="llama-3.1-405b", gpu="h100-sxm", gpus=8, precision="fp8", prompt=1000, output=300)
+    assert r["prefill_s"] == s["prefill_s"] == r["ttft_s"]
+    assert r["prefill_s"] > r["prefill_napkin_s"] and r["prefill_mfu"] < 0.40
 
 
 @pytest.mark.parametrize("ex", worked("journey-405b-kv"), ids=str)
@@ -117,7 +127,10 @@ def test_100k_token_prompt_13_seconds(ex):
     assert r["prompt_tokens"] == ex.inputs["prompt_tokens"]
     assert r["effective_flops_per_s"] == approx(ex.inputs["effective_flops_per_s"], 1e-9)
     assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
-    assert r["prefill_s"] == approx(ex.expected["seconds"], ex.rel_tol)
+    assert r["prefill_napkin_s"] == approx(ex.expected["seconds"], ex.rel_tol)
+    # the operator model times the 2 · L · T² · d_attn of attention too, which the 2N rule leaves out
+    s = calculate("serve", model="llama-3.1-405b", gpu="h100-sxm", gpus=8, precision="fp8", prompt=100_000, output=300)
+    assert r["prefill_s"] == s["prefill_s"] > r["prefill_napkin_s"]
     # the seed's "Where 2N bends": at 100K the attention term is no longer negligible, and is said
     assert r["prefill_attention_flops"] / r["prefill_flops"] > 0.4
     assert any(w.code == "attention-term" for w in r.warnings)
@@ -137,19 +150,68 @@ def test_question_is_12_tokens(ex, encoding):
 
 
 def test_default_run_is_the_catalog_count():
-    """Without --params, N is the architecture's 405.85B: Σ = 2 · N · 1,300, 0.2% above the seed's."""
+    """Without --params, N is the architecture's 405.85B: Σ = 2 · N · 1,300, 0.2% above the worked example's."""
     n = catalog.model("llama-3.1-405b").params
     r = journey()
     assert r["params"] == n == pytest.approx(405.85e9, rel=1e-4)
     assert r["meter_flops"] == pytest.approx(2 * n * 1300, rel=1e-12)
     assert r["meter_flops"] == pytest.approx(1.053e15, rel=0.0025)
-    # the seed's node: ~6.3 PFLOP/s effective, ~130 ms prefill, ~33 tok/s, ~9.2 s for the answer
+    # the napkin rules of the worked example: ~6.3 PFLOP/s effective, ~130 ms prefill at 40% MFU
     assert r["effective_flops_per_s"] == pytest.approx(6.33e15, rel=0.001)
-    assert r["decode_tokens_per_s"] == pytest.approx(33, rel=0.01)
-    assert r["answer_s"] == pytest.approx(9.2, rel=0.01)
-    assert r["free_bytes"] == pytest.approx(234.1e9, rel=0.001)  # the seed: "235 GB left over"
-    assert r["load_s"] == pytest.approx(40.6, rel=0.01)  # the seed: "40+ seconds"
-    assert math.isclose(r["node_usd_per_hour"], 24.0)  # the seed: "~$24 an hour"
+    assert r["prefill_napkin_s"] == pytest.approx(0.128, rel=0.005)
+    assert r["decode_floor_s_per_token"] == pytest.approx((n + 516_096 * 1300) / (8 * 3.35e12), rel=1e-12)
+    assert r["free_bytes"] == pytest.approx(234.1e9, rel=0.001)  # "235 GB left over" at N = 405B
+    assert r["load_s"] == pytest.approx(40.6, rel=0.01)  # "40+ seconds" at 10 GB/s
+    assert math.isclose(r["node_usd_per_hour"], 24.0)  # "~$24 an hour"
+
+
+def serve(**kw):
+    return calculate("serve", model="llama-3.1-405b", gpu="h100-sxm", gpus=8, precision="fp8", prompt=1000,
+                     output=300, **kw)
+
+
+def test_one_user_is_serve_at_batch_1_to_the_last_digit():
+    """One request alone on the node is a static batch of one: the same prefill, the same decode step at the
+    answer's mean context, the same latency (issue 13: the journey runs the operator model serve runs)."""
+    r, s = journey(), serve(batch=1, scheduling="static")
+    assert r["ttft_s"] == s["ttft_s"]
+    assert r["decode_s_per_token"] == s["tpot_s"] == s["decode_step_s"]
+    assert r["answer_s"] == pytest.approx(s["request_latency_s"], rel=1e-12)
+    assert r["answer_s"] == pytest.approx(r["ttft_s"] + 299 * r["decode_s_per_token"], rel=1e-12)
+    # the napkin floor reads every byte once at the datasheet rate: the model's step is slower, never faster
+    assert r["decode_floor_share"] == pytest.approx(r["decode_floor_s_per_token"] / r["decode_s_per_token"])
+    assert 0 < r["decode_floor_share"] < 1
+
+
+def test_the_batch_is_serves_continuous_batching_with_every_prefill_paid():
+    """64 in flight: each finished sequence's slot takes a new 1,000-token prompt, which rides in a share of the
+    steps (64 · 1,000 / 300 prompt tokens per step, in steps of one whole prompt): serve's tokens/s exactly."""
+    r, s = journey(), serve(batch=64)
+    assert r["batch_s_per_step"] == s["decode_step_s"]
+    assert r["mixed_step_s"] == s["mixed_step_s"]
+    assert r["prompt_step_share"] == pytest.approx(64 * 1000 / 300 / 1000, rel=1e-12) == s["prompt_step_share"]
+    assert r["batch_cycle_s"] == pytest.approx(s["cycle_s"], rel=1e-12)
+    assert r["batch_tokens_per_s"] == pytest.approx(s["tokens_per_s"], rel=1e-12)
+    # the bill's node time per request is its share of that throughput, its prefill included
+    assert r["shared_node_s"] == pytest.approx(300 / s["tokens_per_s"], rel=1e-12)
+    assert r["gpu_usd_per_million_output"] == pytest.approx(
+        calculate("serve", model="llama-3.1-405b", gpu="h100-sxm", gpus=8, precision="fp8", prompt=1000, output=300,
+                  batch=64, price="3/h")["usd_per_million_tokens_all_in"], rel=1e-12)
+
+
+def test_the_all_reduces_are_in_the_step_by_hand():
+    """Megatron TP on 8 GPUs: 2 all-reduces a layer of d_model bf16 values, a ring's 2 · 7/8 of it per rank over
+    one direction of NVLink 4 (450 GB/s) at its achieved bus fraction, plus a fixed latency each: in the step."""
+    r = journey()
+    fam = eff.family("h100-sxm")
+    latency = {a.name: a.value for a in r.assumptions}["allreduce_latency"]
+    per = 2 * 7 / 8 * 16384 * 2
+    assert r["tp_allreduce_bytes_per_token"] == 126 * 2 * per == 14_450_688
+    assert r["tp_allreduce_s_per_token"] == pytest.approx(126 * 2 * (per / (450e9 * fam.allreduce_bus) + latency),
+                                                          rel=1e-12)
+    assert r["tp_allreduce_share"] == pytest.approx(r["tp_allreduce_s_per_token"] / r["decode_s_per_token"])
+    one = journey(model="llama-3.1-8b", gpus=1)  # one GPU: no all-reduce, and none printed
+    assert "tp_allreduce_s_per_token" not in one.results
 
 
 def test_a_sliding_window_model_counts_attention_within_its_window():

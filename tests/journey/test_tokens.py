@@ -127,8 +127,8 @@ def test_tokens_json(run_cli, monkeypatch):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ((), "error: text is required; got nothing (give TEXT or --file F)\n"),
-    (("--file", "nope.txt"), "error: file does not exist; got nope.txt (give the path of a text file)\n"),
+    ((), "error: text is required; got nothing (give TEXT, --file F, --image F or --image-size WxH)\n"),
+    (("--file", "nope.txt"), "error: file does not exist; got nope.txt (give the path of an existing file)\n"),
     (("x", "--encoding", "gpt2"), "error: encoding must be one of o200k, cl100k, rule; got gpt2\n"),
 ])
 def test_tokens_bad_input_one_line(run_cli, args, message):

@@ -9,7 +9,6 @@ import pytest
 
 from napkin import calculate, plan_train
 from napkin.errors import InputError
-from napkin.plan.train import best_mfu
 
 ISSUE = ("plan", "train", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "1024", "--seq-len", "8192",
          "--global-batch", "16M", "--json")
@@ -140,12 +139,6 @@ def test_max_micro_batch_is_the_largest_that_fits():
     r = calculate("plan-train", **SMALL)
     for row in r["ranked"]:
         assert row["max_micro_batch"] >= row["micro_batch"]
-
-
-def test_best_mfu_for_napkin_train():
-    mfu, text = best_mfu("llama-3.1-8b", gpu="h100-sxm", gpus=64, seq_len=4096, global_batch="512seq")
-    r = calculate("plan-train", **SMALL)
-    assert mfu == r["best"]["mfu"] and text.startswith("64 GPUs: ") and "napkin plan train" in text
 
 
 @pytest.mark.parametrize("raw,message", [

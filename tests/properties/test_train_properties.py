@@ -63,10 +63,11 @@ def test_loaded_is_at_least_marginal(oh, fixed, p, d):
 @given(n=params, d=tokens, days=st.floats(1.0, 400.0), m=fractions)
 def test_deadline_inverts_gpus(n, d, days, m):
     deadline = days * 86400
-    r = run(params=n, tokens=d, mfu=m, deadline=deadline, max_gpus=10**8)
-    k = r["gpus_needed"]
+    r = run(params=n, tokens=d, mfu=m, deadline=deadline, max_gpus=10**8)  # napkin.limits' most GPUs
+    k = r["gpus_for_deadline"]  # the least that meets it; gpus_needed rounds it up to whole nodes
     assert r["wall_s"] <= deadline * (1 + 1e-9)
-    with_k = run(params=n, tokens=d, mfu=m, gpus=k)
+    assert r["gpus_needed"] >= k
+    with_k = run(params=n, tokens=d, mfu=m, gpus=r["gpus_needed"])
     assert with_k["wall_s"] == pytest.approx(r["wall_s"], rel=1e-12)
     if k > 1:  # one GPU fewer misses the deadline
         assert run(params=n, tokens=d, mfu=m, gpus=k - 1)["wall_s"] > deadline * (1 - 1e-9)

@@ -172,3 +172,137 @@ def test_an_agent_task_is_bounded_and_a_long_one_prints_its_ends(run_cli):
     assert [row.split()[0] for row in table[36:]] == ["96", "97", "98", "99", "100"]
     rows = json.loads(run_cli(*args, "--json").stdout)["task_calls"]
     assert [r["call"] for r in rows] == list(range(1, 101))
+
+
+# --------------------------------------------------------------------- reasoning tokens (issue 16)
+def test_reasoning_tokens_bill_as_output_and_are_their_own_input():
+    """o3 at $2/M in, $8/M out: 1,000 in, 300 shown, 2,000 of reasoning: the 2,300 generated tokens bill as output."""
+    r = bill(model="o3", input=1000, output=300, reasoning=2000)
+    assert r["output_usd"] == pytest.approx(2300 * 8e-6)
+    assert r["usd"] == pytest.approx(1000 * 2e-6 + 2300 * 8e-6)
+    (step,) = [s for s in r.steps if s.name == "output_usd"]
+    assert step.formula == "(output + reasoning) · price_out / 1e6"
+    assert any(n.startswith("2,000 reasoning tokens bill as output though the user never sees them: 87%")
+               for n in r.notes)
+    plain = bill(model="o3", input=1000, output=300)
+    assert plain["usd"] == pytest.approx(1000 * 2e-6 + 300 * 8e-6)
+    assert not any("reasoning" in n for n in plain.notes)
+
+
+def test_reasoning_tokens_in_a_task_and_on_every_model():
+    task = bill(model="claude-sonnet-4", input=4200, output=300, reasoning=700, calls=3, history_growth=2000)
+    inputs = [4200, 6200, 8200]
+    assert task["task_usd_without_cache"] == pytest.approx(sum(inputs) * 3e-6 + 3 * 1000 * 15e-6)
+    assert task["task_output_tokens"] == 900 and task["task_reasoning_tokens"] == 2100
+    rows = {x["model"]: x["usd"] for x in bill(compare=True, input=1000, output=300, reasoning=700)["compare"]}
+    assert rows["claude-sonnet-4"] == pytest.approx(1000 * 3e-6 + 1000 * 15e-6)
+
+
+def test_reasoning_tokens_are_generated_by_the_self_hosted_replica_too():
+    r = bill(model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+             precision="fp8", price="2.50/h", reasoning=700)
+    s = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=4, precision="fp8", prompt=1000, output=1000,
+                  batch=64, price="2.50/h", utilization=1.0)
+    assert r["self_hosted_tokens_per_s"] == s["tokens_per_s"]
+    assert r["self_hosted_usd"] == pytest.approx(s["usd_per_request"], rel=1e-12)
+    assert r["breakeven_tokens_per_month"] == pytest.approx(r["breakeven_requests_per_month"] * 2000)
+
+
+# ------------------------------------------------------------- self-hosted: the serving model, and a verdict
+def test_self_hosted_is_the_serve_calculators_model_and_capacity():
+    """The replica's cost per request and its requests a month are serve's (the operator model, continuous
+    batching with every prefill paid), composed through the registry: no second model of a replica's time."""
+    r = bill(model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+             precision="fp8", price="2.50/h", utilization=0.5)
+    s = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=4, precision="fp8", prompt=1000, output=300,
+                  batch=64, price="2.50/h", utilization=0.5)
+    assert r["self_hosted_scheduling"] == s["scheduling"] == "continuous"
+    assert r["self_hosted_usd"] == pytest.approx(s["usd_per_request"], rel=1e-12)
+    assert r["self_hosted_requests_per_s"] == s["requests_per_s"]
+    assert r["self_hosted_requests_per_month"] == pytest.approx(s["requests_per_s"] * 8760 * 3600 / 12, rel=1e-12)
+    assert r["self_hosted_error_bar"] == "tokens_per_s: " + s["error_bar"]["tokens_per_s"]
+    # the utilization at which the replica costs what the API charges is the break-even's
+    full = bill(model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+                precision="fp8", price="2.50/h")
+    assert r["breakeven_utilization"] == pytest.approx(full["self_hosted_usd"] / r["usd"], rel=1e-12)
+
+
+def test_a_prompt_cache_is_a_prefix_cache_on_the_replica():
+    r = bill(model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+             price="2.50/h", cached=988)
+    s = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=4, prompt=1000, output=300, batch=64,
+                  cached_prefix=988, price="2.50/h", utilization=1.0)
+    assert r["self_hosted_usd"] == pytest.approx(s["usd_per_request"], rel=1e-12)
+
+
+def test_the_verdict_says_above_when_the_vendor_charges_more_than_the_replica_costs():
+    r = bill(model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+             precision="fp8", price="2.50/h")
+    assert r["verdict"] == "above"
+    assert r["price_over_self_hosted"] == pytest.approx(r["usd"] / r["self_hosted_usd"], rel=1e-12)
+    assert r["price_over_self_hosted"] > 1
+    assert r.notes[-1].startswith("verdict: Claude Sonnet 4's price is above the self-hosted cost at this "
+                                  "utilization: $0.0075 a request, ")
+
+
+def test_the_verdict_says_below_when_the_vendor_sells_under_the_replicas_cost(run_cli):
+    """Claude Haiku 3.5 bills $0.002 a request; 405B on 16 H100s at $5/h costs more even always busy."""
+    r = bill(model="claude-haiku-3.5", serve_model="llama-3.1-405b", self_hosted=True, gpu="h100", gpus=16, tp=8,
+             price="5/h")
+    assert r["verdict"] == "below" and r["price_over_self_hosted"] < 1
+    assert r.notes[-1].endswith("the vendor sells under this replica's cost: subsidised, or on better hardware, "
+                                "software or a smaller model than this")
+    out = run_cli("bill", "claude-haiku-3.5", "--self-hosted", "--serve-model", "llama-3.1-405b", "--gpu", "h100",
+                  "--gpus", "16", "--tp", "8", "--price", "5/h", "--as-of", "2025-10-01").stdout
+    assert out.splitlines()[-1].startswith("note: verdict: Claude Haiku 3.5's price is below the self-hosted cost")
+
+
+def test_no_price_no_verdict():
+    r = bill(model="deepseek-v3", self_hosted=True, gpu="h200", gpus=8, precision="fp8")
+    assert "verdict" not in r.results
+    assert r.notes[-1] == "no --price for the self-hosted GPUs: no self-hosted $ figures, break-even or verdict"
+
+
+SELF_HOSTED_ARGS = ("bill", "claude-sonnet-4", "--reasoning", "700", "--self-hosted", "--serve-model",
+                    "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--precision", "fp8", "--price", "2.50/h",
+                    "--utilization", "0.5", "--as-of", "2025-10-01")
+SELF_HOSTED = (
+    'API bill: Claude Sonnet 4 (Anthropic)\n'
+    '  model                               Claude Sonnet 4\n'
+    '  provider                            Anthropic\n'
+    '  tier                                standard\n'
+    '  input_usd                           $0.003\n'
+    '  output_usd                          $0.015\n'
+    '  usd                                 $0.018\n'
+    '  price_date                          2025-08-12\n'
+    '  price_age_days                      50\n'
+    '  price_source                        https://docs.anthropic.com/en/docs/about-claude/pricing\n'
+    '  self_hosted_model                   Llama 3.1 70B\n'
+    '  self_hosted_replica                 4 x H100 SXM\n'
+    '  self_hosted_fits                    yes\n'
+    '  self_hosted_concurrency             64\n'
+    '  self_hosted_scheduling              continuous\n'
+    '  self_hosted_tokens_per_s            2745/s\n'
+    '  self_hosted_requests_per_s          2.745/s\n'
+    '  self_hosted_error_bar               tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample\n'
+    '  self_hosted_usd_per_million_input   $0.2793/M\n'
+    '  self_hosted_usd_per_million_output  $1.745/M\n'
+    '  self_hosted_usd                     $0.002024\n'
+    '  self_hosted_usd_per_month           $7,300\n'
+    '  self_hosted_requests_per_month      7.213M\n'
+    '  breakeven_requests_per_month        405.6k\n'
+    '  breakeven_tokens_per_month          811.1M\n'
+    '  breakeven_utilization               5.62%\n'
+    '  price_over_self_hosted              8.892\n'
+    '  verdict                             above\n'
+    'assumed: concurrency = 64\n'
+    'note: 700 reasoning tokens bill as output though the user never sees them: 70% of the output bill\n'
+    'note: 5-minute cache writes (1-hour writes are $6/M). Long-context tier from the 1M-token context beta of 2025-08-12; the long-context cache prices are the standard 1.25x and 0.1x multipliers on $6, as the pricing page says they stack, not separately listed.\n'
+    'note: Llama 3.1 70B is not Claude Sonnet 4: the comparison is of cost, not of answer quality\n'
+    'note: below 405,556 requests a month the API is cheaper: a rented replica costs $7,300 a month whether or not it is busy (own cost per request here $0.002024 at 50% utilization)\n'
+    "note: verdict: Claude Sonnet 4's price is above the self-hosted cost at this utilization: $0.018 a request, 8.89x the $0.002024 it costs on 4 x H100 SXM (Llama 3.1 70B) at 50% busy; the difference is the vendor's margin and the idle hours it carries, or a better model than the one self-hosted\n"
+)
+
+
+def test_self_hosted_exact_output(run_cli):
+    assert run_cli(*SELF_HOSTED_ARGS).stdout == SELF_HOSTED

@@ -61,6 +61,7 @@ SERVE_70B_8XH100 = (
     '  usd_per_million_input_tokens   $0.2587/M\n'
     '  usd_per_million_tokens_all_in  $6.659/M\n'
     '  error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
+    'warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'
     "note: continuous batching, steady state at 16 sequences in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
@@ -203,6 +204,7 @@ SERVE_WATERFALL = (
     '  usd_per_million_input_tokens   $0.01875/M\n'
     '  usd_per_million_tokens_all_in  $0.9697/M\n'
     '  error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
+    'warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n'
     'warning [draft-slower]: at waterfall step draft=llama-3.2-1b: speculative decoding is slower here (0.90x): the draft and the verification cost more than the accepted tokens save\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'
@@ -307,6 +309,7 @@ def test_bad_input_is_one_line(run_cli, args, message):
 WATERFALL_REPEAT_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--price', '2.95/h',
                          '--waterfall', 'batch=32,precision=fp8,batch=128', '--waterfall', 'batch=100000,batch=256']
 WATERFALL_REPEAT_TAIL = (
+    "warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n"
     'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 402 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 100 us\n'

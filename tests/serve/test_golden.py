@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from napkin import calculate
-from napkin.formulas import cost, serving as sv
+from napkin.formulas import cost, roofline, serving as sv
+from napkin.formulas import journey as jf
 from tests.conftest import approx, worked
 
 
@@ -52,18 +53,6 @@ def test_kv_total_and_fit_on_2_vs_4_h100(gpus, fits):
 
 
 # ------------------------------------------------------------------------ decode
-def test_decode_70b_batch1_formula():
-    ex = worked("decode-70b-bf16-batch1-h100")[0]
-    i = ex.inputs
-    parts = sv.decode_step_parts(i["batch"], tp=1, pp=1, n_layers=80, d_model=8192,
-                                 shared_weight_bytes=i["weights_bytes"],
-                                 kv_read_bytes_per_sequence=i["kv_bytes_per_sequence"], kv_shards=1,
-                                 flops_per_token=0.0, memory_bytes_per_s=i["memory_bytes_per_s"], dense_flops_per_s=1.0)
-    assert parts.comm_s == 0.0  # one GPU: no all-reduce
-    t = sv.step_seconds(parts)
-    assert i["batch"] / t == approx(ex.expected["tokens_per_s"], ex.rel_tol)
-
-
 def test_decode_70b_batch1_calculator():
     """The napkin rule on the catalog's 70B (70.55B computed): every byte once at the datasheet rate, ~24 tokens/s;
     the operator model's step is slower (no kernel reaches the datasheet bandwidth; fixed costs add)."""
@@ -77,10 +66,9 @@ def test_decode_70b_batch1_calculator():
 def test_405b_bandwidth_floor_15ms_on_eight_h100():
     ex = worked("journey-405b-weight-read")[0]
     i = ex.inputs
-    def read(tp: int) -> float:  # the weights streamed once by a decode step on tp GPUs, no KV, no compute
-        return sv.decode_step_parts(1, tp=tp, pp=1, n_layers=126, d_model=16384, shared_weight_bytes=i["weights_bytes"],
-                                    kv_read_bytes_per_sequence=0.0, kv_shards=tp, flops_per_token=0.0,
-                                    memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"], dense_flops_per_s=1.0).memory_s
+    def read(n: int) -> float:  # the weights streamed once, sharded over n GPUs: the floor of a decode step
+        return roofline.weight_read_seconds(i["weights_bytes"], memory_bytes_per_s=i["memory_bytes_per_s_per_gpu"],
+                                            n_gpus=n)
 
     one, eight = read(1), read(i["gpus"])
     assert one == approx(ex.expected["seconds_one_gpu"], ex.rel_tol)
@@ -94,9 +82,8 @@ def test_prefill_405b_1000_tokens():
     ex = worked("journey-405b-prefill")[0]
     i = ex.inputs
     flops = 2 * i["params"] * i["prompt_tokens"]
-    parts = sv.prefill_step_parts(flops, weights_bytes=0.0, tp=1, n_layers=126, d_model=16384,
-                                  new_tokens=i["prompt_tokens"], dense_flops_per_s=6.3e15, memory_bytes_per_s=1.0)
-    assert sv.step_seconds(parts) == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
+    napkin_s = jf.prefill_seconds_at_mfu(flops, n_gpus=1, dense_flops_per_s=6.3e15, mfu=1.0)  # the node's 6.3 PFLOP/s
+    assert napkin_s == approx(ex.expected["seconds_at_6p3_pflops"], ex.rel_tol)
     r = serve(model="llama-3.1-405b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=300, convention="2N")
     assert r["prefill_flops"] == approx(ex.expected["prefill_flops"], ex.rel_tol)
     # the napkin's 6.3 PFLOP/s is 40% of 8 x 1,979: the operator model predicts a 1,000-token fp8 prefill
@@ -129,11 +116,13 @@ def test_prefill_70b_8k_floor():
     ex = worked("prefill-70b-8k")[0]
     flops = 2 * ex.inputs["params"] * ex.inputs["prompt_tokens"]
     assert flops == approx(ex.expected["prefill_flops"], ex.rel_tol)
-    parts = sv.prefill_step_parts(flops, weights_bytes=141e9, tp=1, n_layers=80, d_model=8192,
-                                  new_tokens=ex.inputs["prompt_tokens"], dense_flops_per_s=989e12,
-                                  memory_bytes_per_s=3.35e12)
-    assert parts.compute_s > parts.memory_s  # an 8k prefill is compute-bound
-    assert sv.step_seconds(parts) == approx(ex.expected["seconds_at_full_h100"], ex.rel_tol)
+    assert jf.prefill_seconds_at_mfu(flops, n_gpus=1, dense_flops_per_s=989e12, mfu=1.0) == approx(
+        ex.expected["seconds_at_full_h100"], ex.rel_tol)
+    # a floor: the operator model's 8k prefill on one H100 is compute-bound in its GEMMs and slower than it
+    r = serve(model="llama-3.1-70b", gpu="h100", prompt=8192, output=1, scheduling="static")
+    gemms = [row for row in r["operators"] if row["step"] == "batch_prefill" and row["operator"] in ("qkv", "mlp")]
+    assert gemms and all(row["bound"] == "compute" for row in gemms)
+    assert r["prefill_s"] > ex.expected["seconds_at_full_h100"]
 
 
 def test_moe_compute_with_active_memory_with_total():

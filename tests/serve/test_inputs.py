@@ -67,7 +67,6 @@ def test_serve_and_journey_word_a_missing_compute_precision_each_their_way():
     ("plan-serve", "chunk", "chunk_tokens"),
     ("plan-serve", "utilization", "plan_serve_utilization"),
     ("journey", "mfu", "journey_prefill_mfu"),
-    ("journey", "bandwidth_fraction", "journey_bandwidth_fraction"),
     ("journey", "disk_bandwidth", "disk_bandwidth_bytes_per_s"),
     ("journey", "usd_per_gpu_hour", "journey_usd_per_gpu_hour"),
     ("journey", "price_in", "api_usd_per_million_input"),
@@ -113,7 +112,7 @@ def test_assume_field_records_the_entry_note_and_the_basis():
 @pytest.mark.parametrize("argv, formula", [
     (["serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--batch", "16"], "operators.step_seconds"),
     (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "10/s", "--gpu", "h100", "--max-gpus", "8"], None),
-    (["journey"], "serving.prefill_step_parts"),
+    (["journey"], "operators.step_seconds"),
     (["bill", "claude-sonnet-4", "--as-of", "2025-10-01"], "bill.api_request_usd"),
 ])
 def test_cite_shows_formulas_and_sources_on_commands_that_print_their_own_tables(argv, formula):

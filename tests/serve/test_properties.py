@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
 from napkin import catalog
+from napkin.formulas import operators as op
 from napkin.formulas import serving as sv
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"]
@@ -92,10 +93,10 @@ def test_moe_reads_between_active_and_total(b, e, k):
 def test_formulas_take_arrays_and_scalars_alike():
     B = np.array([1.0, 8.0, 64.0])
     tp = np.array([1.0, 2.0, 8.0])
-    arr = sv.tp_comm_seconds(80, message_bytes=B * 8192 * 2, tp=tp, link_bytes_per_s_per_direction=450e9,
-                             latency_s=10e-6)
-    one = [sv.tp_comm_seconds(80, message_bytes=b * 8192 * 2, tp=t, link_bytes_per_s_per_direction=450e9,
-                              latency_s=10e-6) for b, t in zip(B, tp)]
+    shapes = catalog.model("llama-3.1-70b").layer_shapes(1, kv_bytes_per_value=2.0, bytes_per_weight=2.0)
+    rates = op.Rates(*([1.0] * len(op.Rates._fields)))._replace(link_bytes_per_s=450e9, allreduce_latency_s=10e-6)
+    arr = op.allreduce_time(B, shapes=shapes, rates=rates, tp=tp).seconds
+    one = [op.allreduce_time(b, shapes=shapes, rates=rates, tp=t).seconds for b, t in zip(B, tp)]
     assert arr == pytest.approx(one)
     assert arr[0] == 0.0  # one GPU: no all-reduce
     assert sv.kv_shards(np.array([1, 8, 16]), n_kv_heads=8).tolist() == [1.0, 8.0, 8.0]

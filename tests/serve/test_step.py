@@ -1,5 +1,6 @@
-"""One decode step and one prefill step: the formulas of formulas.serving are the ones serve, its speculative
-draft and verification, plan serve and journey run; scalars and arrays agree; the capacity formulas."""
+"""One decode step and one prefill step: the operator model (formulas.operators) is the one serve, its speculative
+draft and verification, plan serve, journey and bill --self-hosted run; by hand; scalars and arrays agree; the
+capacity formulas."""
 
 from __future__ import annotations
 
@@ -59,50 +60,92 @@ def test_a_changed_combination_changes_every_command(monkeypatch):
     same = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=p["ranking"][0]["gpus"],
                      tp=p["ranking"][0]["tp"], batch=64)
     assert p["ranking"][0]["ttft_s"] == pytest.approx(same["ttft_s"], rel=1e-9)
+    j = calculate("journey", model="llama-3.1-70b", gpu="h100", gpus=8, precision="bf16")
+    one = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=8, batch=1, scheduling="static")
+    assert j["decode_s_per_token"] == pytest.approx(one["decode_step_s"], rel=1e-12)
+    assert j["decode_s_per_token"] == pytest.approx(max(x["seconds"] for x in one["operators"]
+                                                        if x["step"] == "decode"), rel=1e-12)
+
+
+def test_journey_and_bill_time_their_steps_with_the_operator_model(calls):
+    calculate("journey", model="llama-3.1-70b", gpu="h100", gpus=4, precision="bf16", batch=32)
+    assert any(kw["tp"] == 4 and kw["shapes"].n_layers == 80 for _, kw in calls)
+    assert {1.0, 32.0} <= {t for t, _ in calls}  # one user's decode step, and the batch's
+    calls.clear()
+    calculate("bill", model="claude-sonnet-4", serve_model="llama-3.1-70b", self_hosted=True, gpu="h100", gpus=4,
+              price="2.50/h", as_of="2025-10-01")
+    assert any(kw["tp"] == 4 and kw["shapes"].n_layers == 80 for _, kw in calls)
+
+
+RATES = op.Rates(dense_flops_per_s=989.5e12, attention_flops_per_s=989.5e12, memory_bytes_per_s=3.35e12,
+                 bandwidth_efficiency=0.8, gemm_efficiency=0.6, gemm_half_tokens=32.0, attention_efficiency=0.5,
+                 link_bytes_per_s=450e9, allreduce_latency_s=10e-6, per_layer_s=200e-6, per_layer_decode_s=50e-6,
+                 per_step_s=1e-3, elementwise_passes=4.0, mlp_flops_per_s=989.5e12, mlp_gemm_efficiency=0.6)
+BW = 3.35e12 * 0.8
 
 
 def test_decode_step_by_hand_70b_on_8_h100():
-    """Llama 3.1 70B, bf16, 8 x H100, batch 16, 1,150 tokens of context: the parts written out."""
+    """Llama 3.1 70B (80 layers, d 8192, 64 heads and 8 KV heads of 128, MLP 28672, vocabulary 128,256), bf16,
+    TP 8, batch 16 at 1,150 tokens of context: every operator written out, each bandwidth-bound at 16 rows."""
     m = catalog.model("llama-3.1-70b")
-    kv = m.kv_bytes_per_token(2.0) * 1150
-    p = sv.decode_step_parts(16, tp=8, pp=1, n_layers=80, d_model=8192, shared_weight_bytes=m.params * 2,
-                             kv_read_bytes_per_sequence=kv, kv_shards=8, flops_per_token=1e11,
-                             memory_bytes_per_s=3.35e12, dense_flops_per_s=989.5e12, bandwidth_efficiency=0.8,
-                             compute_efficiency=0.4, link_bytes_per_s_per_direction=450e9, allreduce_latency_s=10e-6)
-    assert p.memory_s == pytest.approx((m.params * 2 / 8 + 16 * kv / 8) / (3.35e12 * 0.8), rel=1e-12)
-    assert p.compute_s == pytest.approx(16 * 1e11 / 8 / (989.5e12 * 0.4), rel=1e-12)
-    assert p.comm_s == pytest.approx(80 * 2 * (2 * 7 / 8 * 16 * 8192 * 2 / 450e9 + 10e-6), rel=1e-12)
-    assert sv.step_seconds(p) == pytest.approx(p.memory_s + p.comm_s, rel=1e-12)  # bandwidth-bound
-    assert sv.step_seconds(p, pp=4) == pytest.approx(4 * (p.memory_s + p.comm_s), rel=1e-12)
+    shapes = m.layer_shapes(8, kv_bytes_per_value=2.0, bytes_per_weight=2.0)
+    ops = op.step_operators(16.0, kv_tokens=16 * 1150.0, prefill_pairs=0.0, logits=16.0, shapes=shapes, rates=RATES,
+                            tp=8)
+
+    def gemm(k, n):  # the weight once, the activations in and out, over the achieved bandwidth
+        return (k * n * 2 + 16 * (k + n) * 2) / BW
+
+    assert ops["qkv"].seconds == pytest.approx(80 * gemm(8192, (64 + 2 * 8) * 128 / 8), rel=1e-12)
+    assert ops["attention_out"].seconds == pytest.approx(80 * gemm(64 * 128 / 8, 8192), rel=1e-12)
+    assert ops["mlp"].seconds == pytest.approx(80 * (gemm(8192, 2 * 28672 / 8) + gemm(28672 / 8, 8192)), rel=1e-12)
+    # each GPU holds one of the 8 KV heads: 2 · 128 · 2 bytes per token per layer, read by the batch's 16 · 1,150
+    assert ops["attention"].seconds == pytest.approx(80 * 16 * 1150 * 2 * 128 * 2 / BW, rel=1e-12)
+    assert ops["elementwise"].seconds == pytest.approx(80 * 16 * (4 * 8192 + 2 * 28672 / 8 + 28672 / 8) * 2 / BW,
+                                                       rel=1e-12)
+    assert ops["allreduce"].seconds == pytest.approx(80 * 2 * (2 * 7 / 8 * 16 * 8192 * 2 / 450e9 + 10e-6), rel=1e-12)
+    assert ops["layer_overhead"].seconds == pytest.approx(80 * 50e-6)  # a decode-only step: the replayed graph's
+    assert ops["lm_head"].seconds == pytest.approx(gemm(8192, 128256 / 8), rel=1e-12)
+    assert ops["step_overhead"].seconds == 1e-3
+    assert op.total_seconds(ops) == pytest.approx(sum(o.seconds for o in ops.values()), rel=1e-12)
+    for name in ("qkv", "attention_out", "mlp", "lm_head"):  # 16 rows: far below the ridge
+        assert ops[name].memory_s > ops[name].compute_s, name
 
 
 def test_a_prefill_is_the_whole_pass_on_the_tp_group():
-    """8k tokens of Llama 3.1 70B on 2 H100s at 40% MFU: compute-bound, one all-reduce pair per layer."""
-    pf = 2 * 70.55e9 * 8192
-    p = sv.prefill_step_parts(pf, weights_bytes=141.1e9, tp=2, n_layers=80, d_model=8192, new_tokens=8192,
-                              memory_bytes_per_s=3.35e12, dense_flops_per_s=989.5e12, bandwidth_efficiency=0.8,
-                              compute_efficiency=0.4, link_bytes_per_s_per_direction=450e9, allreduce_latency_s=0.0)
-    assert p.compute_s == pytest.approx(pf / 2 / (989.5e12 * 0.4), rel=1e-12)  # 1.46 s
-    assert p.memory_s == pytest.approx(141.1e9 / 2 / (3.35e12 * 0.8), rel=1e-12)
-    assert p.comm_s == pytest.approx(80 * 2 * (2 * 1 / 2 * 8192 * 8192 * 2 / 450e9), rel=1e-12)
-    assert sv.step_seconds(p) == pytest.approx(p.compute_s + p.comm_s, rel=1e-12)
+    """8k tokens of Llama 3.1 70B on 2 H100s: the GEMMs compute-bound at η(8192) of the GEMM peak, and one pair
+    of all-reduces of 8,192 · 8,192 bf16 values per layer."""
+    m = catalog.model("llama-3.1-70b")
+    shapes = m.layer_shapes(2, kv_bytes_per_value=2.0, bytes_per_weight=2.0)
+    T = 8192.0
+    ops = op.step_operators(T, kv_tokens=0.0, prefill_pairs=T * T / 2, logits=1.0, shapes=shapes, rates=RATES, tp=2)
+    eta = 0.6 * T / (T + 32)
+    mlp_flops = 80 * 2 * T * (8192 * 2 * 28672 / 2 + 28672 / 2 * 8192)
+    assert ops["mlp"].flops == pytest.approx(mlp_flops, rel=1e-12)
+    assert ops["mlp"].seconds == ops["mlp"].compute_s == pytest.approx(mlp_flops / (989.5e12 * eta), rel=1e-12)
+    # causal attention: T²/2 query-key pairs, 4 · d_attn / tp FLOPs each, at the attention kernel's efficiency
+    assert ops["attention"].seconds == pytest.approx(80 * T * T / 2 * 4 * 8192 / 2 / (989.5e12 * 0.5), rel=1e-12)
+    assert ops["allreduce"].seconds == pytest.approx(80 * 2 * (2 * 1 / 2 * T * 8192 * 2 / 450e9 + 10e-6), rel=1e-12)
+    assert ops["layer_overhead"].seconds == pytest.approx(80 * 200e-6)  # prompt tokens: kernels launched one by one
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.lists(st.integers(1, 2048), min_size=1, max_size=6), tp=st.sampled_from([1, 2, 4, 8, 16]),
-       pp=st.sampled_from([1, 2, 4]), routed=st.floats(0, 1e12), kv=st.floats(0, 1e9), t=st.sampled_from([1.0, 5.0]))
-def test_decode_step_on_arrays_is_the_step_on_each_scalar(batch, tp, pp, routed, kv, t):
-    kw = dict(tp=tp, pp=pp, n_layers=61, d_model=7168, shared_weight_bytes=4e10, routed_weight_bytes=routed,
-              n_experts=256, n_active_experts=8, kv_read_bytes_per_sequence=kv, kv_shards=min(tp, 8),
-              flops_per_token=7.4e10, memory_bytes_per_s=4.8e12, dense_flops_per_s=1979e12, bandwidth_efficiency=0.8,
-              compute_efficiency=0.4, link_bytes_per_s_per_direction=450e9, allreduce_latency_s=1e-5,
-              tokens_per_sequence=t)
-    arr = sv.decode_step_parts(np.array(batch, dtype=float), **kw)
-    tot = sv.step_seconds(arr, pp=pp)
-    for i, b in enumerate(batch):
-        one = sv.decode_step_parts(float(b), **kw)
-        assert [float(x[i]) for x in arr] == pytest.approx(list(one), rel=1e-12)
-        assert float(tot[i]) == pytest.approx(sv.step_seconds(one, pp=pp), rel=1e-12)
+@given(tokens=st.lists(st.integers(0, 8192), min_size=1, max_size=6), tp=st.sampled_from([1, 2, 4, 8, 16]),
+       ctx=st.floats(0, 1e5), model=st.sampled_from(["llama-3.1-70b", "deepseek-v3", "mistral-7b"]))
+def test_a_step_on_arrays_is_the_step_on_each_scalar(tokens, tp, ctx, model):
+    """The planner sweeps batches and TP degrees in one call: each element is the scalar step, operator by operator."""
+    m = catalog.model(model)
+    arr = np.array(tokens, dtype=float)
+    tps = np.full_like(arr, float(tp))
+    shapes = m.layer_shapes(tps, kv_bytes_per_value=2.0, bytes_per_weight=1.0)
+    got = op.step_operators(arr, kv_tokens=arr * ctx, prefill_pairs=0.0, logits=arr, shapes=shapes, rates=RATES,
+                            tp=tps)
+    for i, t in enumerate(tokens):
+        one = op.step_operators(float(t), kv_tokens=t * ctx, prefill_pairs=0.0, logits=float(t),
+                                shapes=m.layer_shapes(float(tp), kv_bytes_per_value=2.0, bytes_per_weight=1.0),
+                                rates=RATES, tp=float(tp))
+        for name in op.OPERATORS:
+            assert float(np.broadcast_to(got[name].seconds, arr.shape)[i]) == pytest.approx(
+                float(one[name].seconds), rel=1e-12, abs=1e-18), name
 
 
 # --------------------------------------------------------------------------- capacity

@@ -72,3 +72,9 @@ def test_leave_sources_out_fits_without_the_source_it_reports():
         assert used == {tuple(sorted(V.fit([p for p in pts if p["source"] != src]).items()))}
     table = {(g["source"], g["metric"]): g for g in V.summary(rows)}
     assert table[("all", "timing")]["n"] == sum(p["metric"] in TIMING for p in pts)
+
+
+def test_every_point_missed_by_more_than_20_percent_says_why():
+    """As for serving: a point the model misses by more than 20% carries a one-line explanation in the dataset."""
+    bad = [p["id"] for p in V.points() if abs(V.predict(p) / p["value"] - 1) > 0.20 and not p.get("explanation")]
+    assert not bad

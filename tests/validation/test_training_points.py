@@ -47,7 +47,8 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleave": int,
     "sequence_parallel": bool, "recompute": str, "zero": int, "flops_convention": str,
 }
-OPTIONAL = {"model_config": dict, "model_params": float, "model_params_as_published": str, "unstated": list}
+OPTIONAL = {"model_config": dict, "model_params": float, "model_params_as_published": str, "unstated": list,
+            "explanation": str}
 CONFIG_FIELDS = {"n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size", "gated_mlp"}
 ids = [p["id"] for p in POINTS]
 

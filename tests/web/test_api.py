@@ -588,3 +588,60 @@ def test_a_list_of_records_is_a_table_not_a_dump_in_the_figures(client):
     flops = rungs["columns"].index("flops")
     assert all(row[flops].endswith("FLOP") for row in rungs["rows"])
     assert views.cell_kind("mfu_realised") == views.cell_kind("goodput_time") == "fraction"
+
+
+# ----------------------------------------------- the serve, journey and bill tabs: the CLI's numbers (issue 13)
+SERVING_TABS = [
+    ("serve", {"model": "llama-3.1-70b", "gpu": "h100", "gpus": "4", "precision": "fp8", "batch": "64",
+               "price": "2.50/h"}),
+    ("journey", {"model": "llama-3.1-70b", "gpu": "h100", "gpus": "4", "precision": "bf16", "batch": "32"}),
+    ("bill", {"model": "claude-sonnet-4", "reasoning": "700", "self_hosted": True, "serve_model": "llama-3.1-70b",
+              "gpu": "h100", "gpus": "4", "precision": "fp8", "price": "2.50/h", "utilization": "0.5",
+              "as_of": "2025-10-01"}),
+]
+
+
+@pytest.mark.parametrize(("name", "raw"), SERVING_TABS, ids=[n for n, _ in SERVING_TABS])
+def test_serving_tabs_equal_the_cli_through_the_operator_model(client, run_cli, name, raw):
+    """What the page posts for these tabs is what the command it shows prints with --json, and its figures are
+    the CLI's text, number for number."""
+    command = post(client, name, raw, "/cli").json()["command"]
+    words = shlex.split(command)
+    out = run_cli(*words[1:], "--json").stdout
+    assert out == post(client, name, raw).text + "\n"
+    view = client.post(f"/api/{name}/view", json=raw).json()
+    text = run_cli(*words[1:]).stdout
+    headed = JOURNEY_HEADER if name == "journey" else set()  # the journey prints these in its title and Σ line
+    checked = 0
+    for key, shown in view["rows"]:
+        if key not in headed and "\n" not in shown:
+            assert re.search(rf"^  {re.escape(key)} +{re.escape(shown)}(  = .*)?$", text, re.M), (key, shown)
+            checked += 1
+    assert checked > 20
+
+
+JOURNEY_HEADER = {"model", "gpu", "precision", "kv_precision", "gpus", "prompt", "meter_flops", "flops_convention"}
+
+
+def test_the_bill_tab_takes_reasoning_tokens_and_shows_the_verdict(client):
+    fields = {f["name"]: f for f in client.get("/api/bill").json()["fields"]}
+    assert fields["reasoning"]["doc"].startswith("reasoning tokens the model generates before its answer")
+    view = client.post("/api/bill/view", json=dict(SERVING_TABS[2][1])).json()
+    rows = dict(view["rows"])
+    assert rows["output_usd"] == "$0.015" and rows["verdict"] == "above"  # 300 shown + 700 reasoning at $15/M
+
+
+def test_the_journey_tabs_rungs_read_as_the_cli_prints_them(client, run_cli):
+    """Issue 16: the rung table showed `kv_bytes_per_sequence: 670924800/s` and raw `8e10`; each figure now
+    reads in the unit its rung names, as in `napkin journey`'s own text."""
+    table = client.post("/api/journey/view", json={}).json()["tables"]["rungs"]
+    assert "units" not in table["columns"]
+    figures = table["columns"].index("figures")
+    text = run_cli("journey").stdout
+    lines = [line for row in table["rows"] for line in row[figures].split("\n")]
+    assert "memory_bytes_per_gpu: 80 GB" in lines and "question_share: 1.2%" in lines
+    assert "kv_bytes_per_sequence: 670.9 MB" in lines and "batch_s_per_step: 39.08 ms" in lines
+    for line in lines:
+        key, value = line.split(": ", 1)
+        if key != "prompt":
+            assert re.search(rf"^  {re.escape(key)} +{re.escape(value)}(  = .*)?$", text, re.M), line

@@ -1,6 +1,6 @@
 """``napkin amortise``: spread the loaded training cost over the tokens a model will serve.
 
-Two views of the same fact (seeds 001 and 002): the training bill added to every
+Two views of the same fact: the training bill added to every
 million served tokens, and the served volume at which serving compute has matched
 the training run (3·D tokens, since training costs 6N per token and serving 2N), in
 years at a daily volume. The loaded cost is given, or planned by ``napkin train``.
@@ -46,9 +46,9 @@ class AmortiseRequest(S, kw_only=True, forbid_unknown_fields=True):
                                              f"{catalog.default_value('default_gpu')})")] = None
     precision: Annotated[str | None, field("precision", "train plan: training precision")] = None
     mfu: Annotated[float | None, field("fraction", f"train plan: MFU (default "
-                                                        f"{catalog.default_value('training_mfu'):.2f}, assumed)")] = None
+                                                        f"{catalog.default_value('training_mfu'):.0%}, assumed)")] = None
     goodput: Annotated[float | None, field("fraction", f"train plan: goodput (default "
-                                                            f"{catalog.default_value('training_goodput'):.2f}, "
+                                                            f"{catalog.default_value('training_goodput'):.0%}, "
                                                             "assumed)")] = None
     price: Annotated[float | None, field("usd_per_hour", "train plan: loaded $/GPU-hour", gt=0)] = None
     overhead: Annotated[dict[str, float], field("number", "train plan: overhead multipliers on the final run",

@@ -1,4 +1,4 @@
-"""The card at the end of seed 003: numbers every AI engineer should know, computed.
+"""The card of numbers every AI engineer should know, computed.
 
 Every row is read off a journey run for the same model, accelerator and inputs, so each
 value comes with its formula and the rung where it was earned; ``--model`` and ``--gpu``
@@ -35,15 +35,18 @@ ROWS: list[tuple[str, str, str, str | None]] = [
     ("decode_intensity_flops_per_byte", "batch-1 decode, FLOP per byte", "memory_wall", None),
     ("weight_read_s", "read every weight once", "memory_wall", None),
     ("flops_per_token", "FLOPs per token", "prefill", None),
-    ("prefill_tokens_per_s", "prefill rate at {mfu} MFU", "prefill", None),
-    ("prefill_s", "prefill of the {prompt_tokens}-token prompt", "prefill", None),
+    ("prefill_napkin_s", "prefill of the {prompt_tokens}-token prompt at {mfu} MFU", "prefill", None),
+    ("prefill_s", "prefill of the {prompt_tokens}-token prompt, operator model", "prefill", None),
+    ("prefill_tokens_per_s", "prefill rate, one prompt", "prefill", None),
     ("kv_bytes_per_token", "KV cache per token ({kv_precision})", "prefill", None),
     ("max_context_kv_bytes", "KV cache at full context", "prefill", None),
     ("decode_floor_s_per_token", "decode floor per token", "decode", None),
+    ("decode_floor_share", "share of the floor one request reaches", "decode", None),
     ("decode_tokens_per_s", "decode speed, one user", "decode", None),
     ("batch_at_ridge", "batch where decode turns compute-bound", "decode", None),
     ("batch_speedup", "throughput gain at batch {batch}", "decode", None),
     ("tp_allreduce_bytes_per_token", "all-reduce volume per token per GPU", "decode", None),
+    ("tp_allreduce_share", "all-reduces' share of a one-user decode step", "decode", None),
     ("meter_flops", "Σ FLOPs of one request", "decode", None),
     ("usd", "API bill for the request", "bill", None),
     ("output_over_input_price", "output price over input price", "bill", None),

@@ -2,7 +2,7 @@
 
 Each candidate runs through the ``train`` calculator with its own peak, MFU and price,
 so every row has the same working as ``napkin train``. The first part listed is the
-baseline: seed 001 compares a newer part against the incumbent as
+baseline: a newer part is compared against the incumbent as
 
     relative_value = (peak / peak_baseline) · MFU / (price / price_baseline)
 
@@ -25,6 +25,7 @@ from napkin.request import field
 from napkin.units import format as fmt
 
 S = msgspec.Struct
+ALL = "all"  # --price all=2.50/h (or a lone --price 2.50/h): one price for every part
 
 
 class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
@@ -37,13 +38,14 @@ class CompareRequest(S, kw_only=True, forbid_unknown_fields=True):
                                                       f"{catalog.default_value('training_mfu'):.2f}, a guess)",
                                            example="h100-sxm=0.40,b200=0.35")] = {}
     price: Annotated[dict[str, float], field("usd_per_hour", "loaded $/GPU-hour per part (not given: the "
-                                                             "catalog's dated reference price)", gt=0,
-                                             example="h100-sxm=2.50,b200=4.50")] = {}
+                                                             "catalog's dated reference price); one value with "
+                                                             "no name prices every part alike (a warning)", gt=0,
+                                             example="h100-sxm=2.50,b200=4.50", bare="all")] = {}
     peak: Annotated[dict[str, float], field("flops_per_s", "dense peak per part by hand (a part not in the "
                                                            "catalog needs one)", gt=0,
                                             example="next-gen=2.2P")] = {}
     goodput: Annotated[float | None, field("fraction", f"goodput, the same on every part (default "
-                                                       f"{catalog.default_value('training_goodput'):.2f}, assumed)")] = None
+                                                       f"{catalog.default_value('training_goodput'):.0%}, assumed)")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
@@ -129,7 +131,10 @@ def run_compare(req: CompareRequest) -> Report:
             raise InputError("gpu", name, "is listed twice", "list each part once")
         parts.append(key)
     mfus = _by_part(req.mfu, "mfu", parts, hand)
-    prices = _by_part(req.price, "price", parts, hand)
+    every = {k: v for k, v in req.price.items() if k.strip().lower() == ALL and ALL not in parts}
+    prices = _by_part({k: v for k, v in req.price.items() if k not in every}, "price", parts, hand)
+    for_all = [p for p in parts if p not in prices] if every else []
+    prices.update({p: next(iter(every.values())) for p in for_all})
     peaks = _by_part(req.peak, "peak", parts, hand)
 
     r = CompareReport("Compare", command="compare")
@@ -171,6 +176,7 @@ def run_compare(req: CompareRequest) -> Report:
                               f"{catalog.default_value('training_mfu'):.2f} is a guess; a short "
                               "measured trial on each candidate should replace it")
     listed = [row["gpu"] for row in rows if row["price_basis"] != "given"]
+    _price_warnings(r, listed, for_all, next(iter(every.values()), None))
     if listed and len(listed) < len(rows):
         r.warn("mixed-prices", f"prices mix rates given by hand with reference list prices ({', '.join(listed)}): "
                                "rank on loaded prices for every part, or list prices for every part")
@@ -180,6 +186,23 @@ def run_compare(req: CompareRequest) -> Report:
     r.title = f"Compare: {who} on {fmt(r['advanced_tokens'], 'count')} tokens, {req.precision}, " \
               f"{req.flops_convention} FLOPs per token"
     return r
+
+
+def _price_warnings(r: Report, listed: list[str], for_all: list[str], price: float | None) -> None:
+    """One warning for the parts at catalog list prices (and one for their age), and one when a single
+    --price was applied to several parts (they rent at different prices)."""
+    from napkin.calculators.resolve import warn_if_stale_prices
+
+    r.warnings = [w for w in r.warnings if w.code not in ("list-price", "stale-price")]
+    if len(for_all) > 1 and price is not None:
+        r.warn("one-price-for-all", f"--price {fmt(price, 'usd_per_hour')} is applied to {', '.join(for_all)}: the "
+                                    "parts rent at different prices; give --price NAME=$/H for each, or none for "
+                                    "each part's catalog price")
+    if listed:
+        r.warn("list-price", f"no --price for {', '.join(listed)}: each at its catalog reference list price (ref); "
+                             "a loaded GPU-hour adds power, networking, storage and support (`napkin gpu-hour`)")
+        warn_if_stale_prices(r, [(catalog.gpu_hour_price(k), f"the {catalog.gpu(k).name}") for k in listed
+                                 if catalog.gpu_hour_price(k) is not None])
 
 
 def _row(part: Report, key: str, *, name: str, guess: bool) -> dict:

@@ -39,7 +39,7 @@ class GpuHourRequest(S, kw_only=True, forbid_unknown_fields=True):
     pue: Annotated[float | None, field("number", f"power usage effectiveness of the facility, >= 1 "
                                        f"(default {_default('pue'):g})", ge=1)] = None
     usd_per_kwh: Annotated[float | None, field("usd_per_kwh", f"electricity price (default "
-                                                                      f"{_default('usd_per_kwh'):g})",
+                                                                      f"${_default('usd_per_kwh'):g}/kWh)",
                                                ge=0)] = None
     per_gpu_year: Annotated[dict[str, float], field("usd", "yearly costs per GPU as NAME=USD (facility, network, "
                                                     "support, storage)", ge=0, example="network=1500")] = {}

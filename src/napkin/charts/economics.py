@@ -22,7 +22,7 @@ def _results(report: Any) -> dict:
 
 
 def crossover_rows(report: Any) -> list[dict]:
-    """The seed-002 figure's bars, in trillions of tokens: the corpus, 3·D, one year at each volume."""
+    """The serving-versus-training figure's bars, in trillions of tokens: the corpus, 3·D, one year at each volume."""
     d = _results(report)
     rows = [
         {"bar": "Pretraining corpus (D)", "order": 0, "kind": "training",

@@ -1,4 +1,4 @@
-"""Commands for the napkin rules of seed 004, and the catalog."""
+"""Commands for the napkin rules (memory, roofline, MFU, all-reduce), and the catalog."""
 
 from __future__ import annotations
 

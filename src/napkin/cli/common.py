@@ -87,7 +87,7 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
             unit_hint = f" [{units.EXPECTED[info.kind]}]"
         elif info.kind == "choice":
             unit_hint = f" [{' | '.join(info.meta.get('choices', []))}]"
-        default = "" if info.default in (None, msgspec_nodefault(), [], {}) else f" (default {info.default})"
+        default = "" if info.default in (None, msgspec_nodefault(), [], {}) else f" (default {shown_default(info)})"
         help_ = (info.doc + unit_hint + default).strip()
         if info.meta.get("positional"):
             params.append(click.Argument([info.name], required=False,
@@ -102,6 +102,21 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
             params.append(click.Option([info.option, *info.alias_options, info.name], default=None, help=help_,
                                        multiple=bool(info.container), metavar=_metavar(info)))
     return params
+
+
+def shown_default(info: Any) -> str:
+    """A field's default as a reader types it: in its unit (``10 GB/s``, ``80%``, ``1,000``), never a raw
+    float (``10000000000.0``)."""
+    from napkin import units
+
+    v = info.default
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)) and info.kind in units.KINDS:
+        return units.format(v, info.kind)
+    if isinstance(v, float) and v == int(v):
+        return str(int(v))
+    return str(v)
 
 
 def msgspec_nodefault() -> Any:
@@ -146,13 +161,14 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
                        extra: list[click.Parameter] | None = None,
                        after: Callable[[Any, Any, dict], Any] | None = None,
                        prepare: Callable[[dict, dict], dict] | None = None,
-                       skip: tuple[str, ...] = ()) -> click.Command:
+                       skip: tuple[str, ...] = (), progress: str | None = None) -> click.Command:
     """A click command for a registered calculator.
 
     ``prepare(raw, params)`` may complete the raw inputs before they are parsed.
     ``after(report, request, params)``
     may print extra output (a chart, a sweep) and return a replacement report, or None to
-    keep the original.
+    keep the original. ``progress`` says what a long calculation is doing, on a spinner on a
+    terminal (cli/spinner.py).
     """
     from napkin import calculators
 
@@ -173,7 +189,13 @@ def calculator_command(calc_name: str, *, name: str | None = None, help: str | N
         req = parse_request(calc.request, raw)
         if save:
             write_config(save, to_raw(req), command=name or calc_name)
-        report = calc.run(req)
+        if progress is None:
+            report = calc.run(req)
+        else:
+            from napkin.cli.spinner import spinning
+
+            with spinning(progress, as_json=as_json):
+                report = calc.run(req)
         if after is not None:
             replaced = after(report, req, dict(params, as_json=as_json, explain=explain, cite=cite))
             if replaced is False:

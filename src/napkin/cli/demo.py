@@ -1,7 +1,7 @@
-"""`napkin demo`: the seeds' headline question answered with its working, then a tour.
+"""`napkin demo`: the headline question answered with its working, then a tour.
 
 What does one training token of a 7B model on 2T tokens cost, marginal and loaded?
-(Seed 001's worked example: H100 dense bf16 peak, 40% MFU, 90% goodput, $2.50 per
+(The worked example: H100 dense bf16 peak, 40% MFU, 90% goodput, $2.50 per
 GPU-hour, overheads of 0.6 + 0.15 + 0.05 + 0.2 and $60k fixed.)
 """
 
@@ -33,7 +33,7 @@ TOUR = [
 def demo(tour: bool) -> None:
     from napkin import calculators
 
-    click.echo("What does one training token cost? 7B parameters, 2T tokens, H100 (seed 001)\n")
+    click.echo("What does one training token cost? 7B parameters, 2T tokens, H100\n")
     r = calculators.get("train")(HEADLINE)
     click.echo(r.text())
     click.echo("")

@@ -146,8 +146,69 @@ def _num(x: float | None) -> str:
     return f"{x:.2f}"
 
 
+IMAGE_COLUMNS = [("image", "image", None), ("width_px", "width px", "count"), ("height_px", "height px", "count"),
+                 ("openai_tokens", "OpenAI", "count"), ("anthropic_tokens", "Anthropic", "count"),
+                 ("gemini_tokens", "Gemini", "count")]
+
+
+def shown_pieces(pieces: list[str]) -> str:
+    """The pieces of a text between bars, as they split it (``|st|raw|berry|``); a space stays a space,
+    a line end or tab is written \\n or \\t, and a bar inside a piece \\|."""
+    esc = [p.replace("|", "\\|").replace("\n", "\\n").replace("\t", "\\t")
+           .replace("\r", "\\r") for p in pieces]
+    return "|" + "|".join(esc) + "|"
+
+
+def _tokens_read(raw: dict, params: dict) -> dict:
+    """TEXT that names an existing file is that file (said in a note); ``-`` is standard input."""
+    from napkin.calculators.tokens import MAX_TEXT_BYTES
+
+    text = params.get("text")
+    if text is None or raw.get("text") != text:
+        return raw
+    if text == "-":
+        data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        if len(data) > MAX_TEXT_BYTES:
+            from napkin.errors import InputError
+
+            raise InputError("text", "-", f"is more than napkin reads from standard input "
+                             f"({MAX_TEXT_BYTES // 2**20} MiB)", "give a file with --file")
+        try:
+            raw["text"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            from napkin.errors import InputError
+
+            raise InputError("text", "-", "is not UTF-8 text", "convert it, e.g. iconv -t utf-8") from None
+        params["read_note"] = "read the text from standard input (-); leading and trailing spaces and line ends dropped"
+        return raw
+    from pathlib import Path
+
+    try:
+        is_file = Path(text).is_file()
+    except (OSError, ValueError):  # a text too long to be a path, or with a NUL in it
+        is_file = False
+    if is_file:
+        raw.pop("text")
+        raw["file"] = [text, *(raw.get("file") or [])]
+        params["read_note"] = (f"{text!r} names a file, so its contents were counted; give --text {text!r} to "
+                               "count the words themselves")
+    return raw
+
+
 def _after_tokens(report: Any, req: Any, params: dict) -> Any:
-    if "files" not in report.results or params.get("as_json") or params.get("explain") or params.get("cite"):
+    if params.get("read_note"):
+        report.note(params["read_note"])
+    if params.get("as_json") or params.get("explain") or params.get("cite"):
+        return None
+    if "pieces" in report.results:
+        report.results["pieces"] = shown_pieces(report.results["pieces"])
+    if "images" in report.results:
+        from napkin.cli.serve import print_with_tables
+
+        print_with_tables(report, as_json=False, explain=False,
+                          tables=[("images", "input tokens per image, at each provider's formula:", IMAGE_COLUMNS)])
+        return False
+    if "files" not in report.results:
         return None
     d = {**report.to_dict(), "title": report.title}
     if sys.stdout.isatty():
@@ -171,6 +232,8 @@ def _after_tokens(report: Any, req: Any, params: dict) -> Any:
 tokens = calculator_command(
     "tokens",
     after=_after_tokens,
+    prepare=_tokens_read,
     help="Count tokens in TEXT or --file F (o200k or cl100k, offline; or the 4-characters rule). "
-         "Several --file give a comparison table.",
+         "TEXT that names an existing file counts that file; - reads standard input. Several --file give a "
+         "comparison table; --show prints the pieces; --image and --image-size give an image's input tokens.",
 )

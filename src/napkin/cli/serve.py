@@ -161,13 +161,17 @@ class _PlanGroup(click.Group):
         return ["serve", "train"]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from napkin.cli.export import csv_option
+
         if name == "train":
-            return calculator_command("plan-train", name="train", after=_plan_train_after)
+            return calculator_command("plan-train", name="train", after=_plan_train_after, extra=[csv_option],
+                                      progress="plan train: searching parallel layouts")
         if name != "serve":
             return None
         return calculator_command(
-            "plan-serve", name="serve", after=_plan_after,
-            extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)"))
+            "plan-serve", name="serve", after=_plan_after, progress="plan serve: searching configurations",
+            extra=chart_option("write the Pareto front chart (tokens/s per GPU against tokens/s per user)")
+            + [csv_option])
 
 
 def _plan_after(report: Any, req: Any, params: dict) -> bool:
@@ -175,6 +179,9 @@ def _plan_after(report: Any, req: Any, params: dict) -> bool:
 
     if params.get("chart"):
         write_chart(report, calculators.get("plan-serve").charts, params["chart"], params.get("chart_name"), "pareto")
+    from napkin.cli.export import export
+
+    export(params, report.get("ranking") or [], what="")
     print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("ranking", "cheapest configurations that meet both objectives:", PLAN_COLUMNS),
                               ("pareto_front", "Pareto front, tokens/s per GPU against tokens/s per user "
@@ -191,6 +198,9 @@ TRAIN_COLUMNS: list[Column] = [
 
 
 def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
+    from napkin.cli.export import export
+
+    export(params, report.get("ranked") or [], what="")
     if params["as_json"]:
         return None  # the command prints the report itself (with --cite's citations)
     report.results.pop("best", None)  # the table's first row; --json keeps it

@@ -42,6 +42,10 @@ def _after_train(report: Any, req: Any, params: dict) -> Any:
     if save:
         save_plan(save, req, report)
     as_json, explain, cite = params.get("as_json"), params.get("explain"), params.get("cite", False)
+    from napkin.cli.export import export
+
+    export(params, (report.results.get("vary") or {}).get("rows"),
+           what="--csv writes the table of --vary (give --vary NAME=V1,V2,...)")
     if params.get("chart"):
         _write_chart(report, ("sensitivity", "cost"), params["chart"], TRAIN.charts)
     if report.results.get("vary") and not as_json:
@@ -65,8 +69,14 @@ def _after_compare(report: Any, req: Any, params: dict) -> Any:
     return False
 
 
+def _csv() -> click.Option:
+    from napkin.cli.export import csv_option
+
+    return csv_option
+
+
 train = calculator_command(
-    "train", extra=[_vary, _chart], after=_after_train,
+    "train", extra=[_vary, _chart, _csv()], after=_after_train,
     help="Cost, time and cluster size of a planned training run: marginal and loaded $ per million tokens.\n\n"
          "e.g. napkin train --params 7B --tokens 2T --gpu h100 --mfu 0.4 --goodput 0.9 --price 2.50/h "
          "--overhead experiments=0.6,lost=0.15,eval=0.05,idle=0.2 --fixed-usd 60k")

@@ -42,7 +42,7 @@ def _after(report: Any, req: Any, params: dict) -> bool:
 
 def _build() -> click.Command:
     return calculator_command("validate", extra=chart_option("write the chart of predicted against measured"),
-                              after=_after)
+                              after=_after, progress="validate: predicting every published measurement")
 
 
 validate = _build()

@@ -19,6 +19,22 @@ def api_bill_usd(input_tokens: float, *, output_tokens: float, usd_per_million_i
     return input_tokens * usd_per_million_input / MILLION + output_tokens * usd_per_million_output / MILLION
 
 
+def prefill_seconds_at_mfu(prefill_flops: float, *, n_gpus: float, dense_flops_per_s: float, mfu: float) -> float:
+    """t = prefill FLOPs / (n_gpus · peak · MFU)   (the napkin rule of a prefill)
+
+    The prompt's FLOPs at one assumed fraction of the node's dense peak: 810 TFLOP at 40% of
+    8 × 1,979 TFLOP/s (6.3 PFLOP/s) is about 129 ms.
+    Trap: one MFU for every prompt: a short prompt reaches far less than a long one (fixed
+    per-layer costs, the weight read, the all-reduces), and attention grows with T², so the
+    operator model's prefill (`napkin serve`, the journey's prefill_s) departs from this rule at both
+    ends; and the sparse peak (2x) halves the answer.
+    Source: Kaplan et al. 2020 (arXiv:2001.08361), 2N FLOPs per token; Chowdhery et al. 2022, PaLM
+    (arXiv:2204.02311), appendix B (MFU); Dubey et al. 2024, The Llama 3 Herd of Models
+    (arXiv:2407.21783), Table 4: 38-43% MFU on H100s.
+    """
+    return prefill_flops / (n_gpus * dense_flops_per_s * mfu)
+
+
 def decode_intensity_flops_per_byte(batch: float, *, bytes_per_param: float) -> float:
     """intensity ≈ 2 · B / bytes_per_param  (FLOP per weight byte read, one decode step)
 

@@ -1,5 +1,5 @@
-"""Serving: prefill and decode on the roofline, tensor and pipeline parallelism, batching,
-speculative decoding and replica capacity.
+"""Serving: what a step reads and computes, tensor and pipeline parallelism, batching,
+speculative decoding, the ridge and replica money.
 
 Every function here takes floats or numpy arrays (the planner sweeps them over a grid of
 GPU type x GPUs per replica x TP degree x batch), so none branches on a value: maxima are
@@ -16,28 +16,24 @@ all-reduces per layer per step (after attention and after the MLP, Megatron-LM);
 stages run one after another for a given sequence, so they add memory, not speed, to
 a single token.
 
-The time of a step lives in three functions and nowhere else: ``decode_step_parts`` and
-``prefill_step_parts`` give its memory, compute and communication seconds, and
-``step_seconds`` says how they combine. ``napkin serve`` (and its speculative draft and
-verification steps), ``napkin plan serve`` (on arrays) and ``napkin journey`` all call them.
+The time of a step is not here: it is the sum of its operators, each on its own roofline
+(:mod:`napkin.formulas.operators`), and which tokens ride in a step is the scheduler's
+(:mod:`napkin.formulas.scheduling`). ``napkin serve``, ``napkin plan serve``, ``napkin
+journey`` and ``napkin bill --self-hosted`` all time their steps there.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 from napkin.formulas._array import is_scalar as _scalar
 from napkin.formulas._array import maximum as _maximum
 from napkin.formulas._array import where as _where
-from napkin.units import GIGA, HOUR, MILLION
+from napkin.units import HOUR, MILLION
 
 ALLREDUCES_PER_LAYER = 2.0  # Megatron TP: one after attention, one after the MLP
 ACTIVATION_BYTES = 2.0  # bf16 activations travel in the all-reduce whatever the weight format
-# One 400 Gb/s NIC per GPU, one direction: 50 GB/s (NVIDIA DGX H100 User Guide, "Network Modules"). Serving
-# reads the default from catalog/assumptions.toml (scale_out_bytes_per_s_per_gpu); this name remains for the
-# allreduce calculator's example NIC until it reads the catalog too.
-SCALE_OUT_BYTES_PER_S_PER_GPU = 400 * GIGA / 8  # 400 Gb/s in bytes
 
 
 def _ceil(x: Any) -> Any:
@@ -178,22 +174,6 @@ def prefill_attention_flops(n_layers: float, *, d_attn: float, new_tokens: Any, 
 
 
 # ------------------------------------------------------------------ communication
-def tp_allreduce_seconds(message_bytes: Any, *, tp: Any, link_bytes_per_s_per_direction: Any,
-                         latency_s: float) -> Any:
-    """t = 2 · (tp − 1) / tp · message / one-direction bandwidth + latency   (0 when tp = 1)
-
-    One all-reduce of a tensor-parallel group: the ring's volume per rank over one
-    direction of the link, plus a fixed cost per collective (launch, synchronisation).
-    Trap: at decode the message is tiny (B · d · 2 bytes: 16 KB for 70B at batch 1) so
-    the latency, not the bandwidth, is the cost; and one-way bytes go over one direction
-    of the link (450 GB/s of NVLink's 900).
-    Source: Patarasuk and Yuan 2009, bandwidth optimal all-reduce (the ring's
-    2 · (n − 1) / n volume per rank); per-collective latency as nccl-tests reports it.
-    """
-    volume = 2.0 * (tp - 1.0) / tp * message_bytes
-    return volume / link_bytes_per_s_per_direction + latency_s * (tp > 1)
-
-
 def tp_link_bytes_per_s(tp: Any, *, scale_up_domain: Any, link_bytes_per_s_per_direction: Any,
                         scale_out_bytes_per_s_per_gpu: Any) -> Any:
     """link = scale-up link   if tp ≤ domain,   else min(scale-up link, scale-out per GPU)
@@ -213,29 +193,7 @@ def tp_link_bytes_per_s(tp: Any, *, scale_up_domain: Any, link_bytes_per_s_per_d
                   _minimum(link_bytes_per_s_per_direction, scale_out_bytes_per_s_per_gpu))
 
 
-def tp_comm_seconds(n_layers: Any, *, message_bytes: Any, tp: Any, link_bytes_per_s_per_direction: Any,
-                    latency_s: float, allreduces_per_layer: float = ALLREDUCES_PER_LAYER) -> Any:
-    """t_comm = L · 2 · t_allreduce(B · d · bytes)   per forward pass (decode step or prefill)
-
-    Trap: forgetting it: 70B on 8 GPUs pays 160 all-reduces per token; at ~10 µs each
-    that is 1.6 ms on a 5 ms step.
-    Source: Megatron-LM (Shoeybi et al. 2019): two all-reduces per layer in the forward pass.
-    """
-    return n_layers * allreduces_per_layer * tp_allreduce_seconds(
-        message_bytes, tp=tp, link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-        latency_s=latency_s)
-
-
 # ------------------------------------------------------------------------ time
-class StepParts(NamedTuple):
-    """The three parts of one forward step (a decode step of one pipeline stage, or a whole prefill), in seconds:
-    streaming bytes through HBM, computing on the tensor cores, and tensor-parallel all-reduces."""
-
-    memory_s: Any
-    compute_s: Any
-    comm_s: Any
-
-
 def microbatch(batch: Any, *, pp: Any) -> Any:
     """b = max(B / pp, 1): sequences per pipeline micro-batch
 
@@ -243,79 +201,6 @@ def microbatch(batch: Any, *, pp: Any) -> Any:
     Source: GPipe (Huang et al. 2019) micro-batching.
     """
     return _maximum(batch / pp, 1.0 + 0.0 * batch)
-
-
-def decode_step_parts(batch: Any, *, tp: Any, pp: Any, n_layers: float, d_model: float, shared_weight_bytes: Any,
-                      kv_read_bytes_per_sequence: Any, kv_shards: Any, flops_per_token: Any,
-                      memory_bytes_per_s: Any, dense_flops_per_s: Any, bandwidth_efficiency: Any = 1.0,
-                      compute_efficiency: Any = 1.0, routed_weight_bytes: Any = 0.0, n_experts: float = 1.0,
-                      n_active_experts: float = 1.0, link_bytes_per_s_per_direction: Any = math.inf,
-                      allreduce_latency_s: Any = 0.0, tokens_per_sequence: Any = 1.0) -> StepParts:
-    """memory_s  = (W_read(b · t) / (pp · tp) + b · kv_seq / (pp · kv_shards)) / (bw · η_bw)
-    compute_s = b · t · flops_per_token / (pp · tp) / (peak · η_c)
-    comm_s    = (L / pp) · 2 · t_allreduce(b · t · d · 2 bytes)
-    with b = max(B / pp, 1) sequences per micro-batch, t tokens per sequence (1; k + 1 to verify k drafted)
-
-    One decode step of one pipeline stage on one GPU of a tensor-parallel group, for its
-    micro-batch: it reads the weights its tokens route to (W_read: shared + the routed
-    experts some token picked, moe_weights_read_bytes) and every sequence's KV cache
-    (kv_seq bytes each, split kv_shards ways), computes flops_per_token per token, and
-    all-reduces twice per layer. Combine the parts with step_seconds. A speculative
-    verification pass is the same step with t = k + 1 tokens per sequence.
-    Trap: a batched MoE step reads the experts its tokens picked, not the active weights;
-    and the tensor-parallel KV cache splits by KV heads (kv_shards), not by tp.
-    Source: Williams et al. 2009 (roofline); Shoeybi et al. 2019, Megatron-LM (two
-    all-reduces per layer); Huang et al. 2019, GPipe (micro-batches); Leviathan et al. 2023
-    (arXiv:2211.17192), section 3 (verification of k drafted tokens in one pass).
-    """
-    b = microbatch(batch, pp=pp)
-    w_read = moe_weights_read_bytes(b * tokens_per_sequence, shared_bytes=shared_weight_bytes,
-                                    routed_bytes=routed_weight_bytes, n_experts=n_experts,
-                                    n_active_experts=n_active_experts)
-    bytes_gpu = w_read / (pp * tp) + b * kv_read_bytes_per_sequence / (pp * kv_shards)
-    flops_gpu = b * tokens_per_sequence * flops_per_token / (pp * tp)
-    comm = tp_comm_seconds(n_layers / pp, message_bytes=b * tokens_per_sequence * d_model * ACTIVATION_BYTES, tp=tp,
-                           link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-                           latency_s=allreduce_latency_s)
-    return StepParts(bytes_gpu / (memory_bytes_per_s * bandwidth_efficiency),
-                     flops_gpu / (dense_flops_per_s * compute_efficiency), comm)
-
-
-def prefill_step_parts(prefill_flops: Any, *, weights_bytes: Any, tp: Any, n_layers: float, d_model: float,
-                       new_tokens: Any, memory_bytes_per_s: Any, dense_flops_per_s: Any,
-                       bandwidth_efficiency: Any = 1.0, compute_efficiency: Any = 1.0,
-                       link_bytes_per_s_per_direction: Any = math.inf, allreduce_latency_s: Any = 0.0) -> StepParts:
-    """memory_s  = (weights / tp) / (bw · η_bw)
-    compute_s = (FLOPs / tp) / (peak · MFU)
-    comm_s    = L · 2 · t_allreduce(T · d · 2 bytes)
-
-    One whole prefill of T new tokens on a tensor-parallel group of tp GPUs: pipeline
-    stages take turns, so they do not shorten it (combine with step_seconds at pp = 1).
-    Trap: the sparse peak (2x) halves the answer; so does a peak at fp8 when the kernel
-    computes in bf16 (int4 weights are dequantised to bf16 before the matmul).
-    Source: Williams et al. 2009 (roofline); Kaplan et al. 2020 (2N FLOPs per token);
-    Shoeybi et al. 2019, Megatron-LM (two all-reduces per layer in the forward pass).
-    """
-    comm = tp_comm_seconds(n_layers, message_bytes=new_tokens * d_model * ACTIVATION_BYTES, tp=tp,
-                           link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-                           latency_s=allreduce_latency_s)
-    return StepParts((weights_bytes / tp) / (memory_bytes_per_s * bandwidth_efficiency),
-                     (prefill_flops / tp) / (dense_flops_per_s * compute_efficiency), comm)
-
-
-def step_seconds(parts: StepParts, *, pp: Any = 1.0) -> Any:
-    """t_step = pp · (max(memory_s, compute_s) + comm_s)
-
-    How the parts of a step combine: a kernel streams and computes at once, so only the
-    larger of the two binds; the all-reduces wait on both; a token passes the pp pipeline
-    stages in turn (decode parts are one stage's; a prefill's are the whole pass, pp = 1).
-    Trap: adding memory and compute double-counts a streaming kernel; and expecting
-    tensor cores to help at small batch: the memory part binds until the batch reaches the
-    ridge (~295 sequences for bf16 on an H100).
-    Source: Williams et al. 2009 (roofline); Shoeybi et al. 2019, Megatron-LM (all-reduces
-    on the critical path); Huang et al. 2019, GPipe (stages in turn).
-    """
-    return pp * (_maximum(parts.memory_s, parts.compute_s) + parts.comm_s)
 
 
 def request_latency_seconds(ttft_s: Any, *, tpot_s: Any, output_tokens: Any) -> Any:

@@ -46,6 +46,32 @@ def poisson_arrivals(rate_per_s: float, *, n_requests: int, seed: int = 0) -> An
     return np.cumsum(gaps)
 
 
+def _pack_prompts(prefill: list[list[float]], *, budget: float, mixed: bool, p_cached: Any,
+                  p_new: Any) -> tuple[float, float, list[int]]:
+    """Fill a step's token budget with waiting prompts, first come first served; update what each has left.
+
+    Mixed: chunks up to the budget. Separate: whole prompts, at least one, while they fit.
+    Returns (prompt tokens, causal query-key pairs, the requests whose prefill this step finishes).
+    """
+    tokens = pairs = 0.0
+    ready: list[int] = []
+    for item in prefill:
+        if budget <= 0 and (mixed or tokens > 0):
+            break
+        i, left = int(item[0]), item[1]
+        take = left if not mixed else min(left, budget)
+        if not mixed and tokens > 0 and take > budget:
+            break
+        seen = p_cached[i] + p_new[i] - left
+        pairs += take * (seen + take / 2.0)
+        item[1] -= take
+        budget -= take
+        tokens += take
+        if item[1] <= 0:
+            ready.append(i)
+    return tokens, pairs, ready
+
+
 def simulate_continuous(arrival_s: Any, *, prompt_tokens: Any, output_tokens: Any, cost: StepCost,
                         max_sequences: int, chunk_tokens: int, mixed: bool = True,
                         cached_tokens: Any = 0.0) -> dict[str, Any]:
@@ -100,23 +126,8 @@ def simulate_continuous(arrival_s: Any, *, prompt_tokens: Any, output_tokens: An
             dec_ctx += k
         else:
             n_dec = dec_idx.size if mixed else 0
-            budget = chunk_tokens - n_dec
-            tokens = pairs = 0.0
-            ready = []
-            for item in prefill:
-                if budget <= 0 and (mixed or tokens > 0):
-                    break
-                i, left = int(item[0]), item[1]
-                take = left if not mixed else min(left, budget)
-                if not mixed and tokens > 0 and take > budget:
-                    break
-                seen = p_cached[i] + p_new[i] - left
-                pairs += take * (seen + take / 2.0)
-                item[1] -= take
-                budget -= take
-                tokens += take
-                if item[1] <= 0:
-                    ready.append(i)
+            tokens, pairs, ready = _pack_prompts(prefill, budget=chunk_tokens - n_dec, mixed=mixed,
+                                                 p_cached=p_cached, p_new=p_new)
             m = int(min(n_dec + tokens, limit))
             kv = float(dec_ctx.sum()) if n_dec else 0.0
             now += cost.seconds(m, kv, pairs, min(n_dec + len(ready), limit))

@@ -6,6 +6,8 @@ Every function is arithmetic only, so each works on floats and on numpy arrays a
 
 from __future__ import annotations
 
+import math
+
 from napkin.units import HOUR, MILLION
 
 # a ratio within this of a whole number is that number: 16.000000001 GPUs is 16, not 17
@@ -144,3 +146,16 @@ def relative_value(dense_flops_per_s: float, *, mfu: float, usd_per_gpu_hour: fl
     2.2 · 0.35 / 1.8 = 0.43 against the baseline's 0.40.
     """
     return (dense_flops_per_s / baseline_flops_per_s) * mfu / (usd_per_gpu_hour / baseline_usd_per_gpu_hour)
+
+
+def whole_nodes(n_gpus: float, *, gpus_per_node: float) -> float:
+    """gpus = ceil(n_gpus / gpus_per_node) · gpus_per_node
+
+    A cluster is rented, wired and scheduled in nodes (an HGX board of 8, an NVL72 rack of 72),
+    so a plan that needs 363 GPUs pays for 368 on 8-GPU nodes.
+    Trap: the GPUs a deadline needs is a lower bound; the five left over in the last node are
+    still paid for, and a data-parallel job runs on all of them (a slightly shorter wall time).
+    Array-safe (floor division, as gpus_for_deadline).
+    Source: reasoning; node sizes from the catalog's scale-up domains (NVIDIA HGX, GB200 NVL72).
+    """
+    return -((_CEIL_SLACK - n_gpus / gpus_per_node) // 1.0) * gpus_per_node

@@ -1,8 +1,8 @@
 """The realised-cost ledger: what a run really cost per million tokens, from its own logs.
 
 Readers turn each log format into one table of step records (step, wall time, GPUs
-allocated, tokens in the step); :mod:`napkin.ledger.realised` does the arithmetic of
-seed 001 ("Tracking the realised cost during a run") over that table, vectorised;
+allocated, tokens in the step); :mod:`napkin.ledger.realised` does the arithmetic
+(paid GPU time over advanced tokens) over that table, vectorised;
 :mod:`napkin.ledger.drift` compares each day with the plan. polars and numpy are
 imported only inside these modules' functions, never by ``import napkin``.
 

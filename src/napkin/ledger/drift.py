@@ -3,8 +3,8 @@
 The plan's figure is ``napkin train``'s marginal $/M tokens (compute at the GPU-hour
 price per advanced token, with its assumed MFU and goodput); the realised figure has the
 same definition with the run's own MFU and goodput. A day whose realised figure exceeds
-the plan by more than ``alert`` (10% by default) is an alert: seed 001 names the usual
-causes (a slow node, a data-loader stall, a silent MFU regression after a code change).
+the plan by more than ``alert`` (10% by default) is an alert; the usual
+causes are a slow node, a data-loader stall, or a silent MFU regression after a code change.
 
 Without a plan the run is its own baseline (:func:`baseline_drift`): each day against the
 run's first day(s), its first 24 hours of wall time in whole calendar days, and against the
@@ -38,7 +38,8 @@ def drift_ratio(realised_usd_per_million: float, *, planned_usd_per_million: flo
 
     Trap: comparing a realised cost per processed token, or a loaded plan figure, with a
     marginal one; both sides here are marginal per advanced token.
-    Source: seed 001, "Alert when the realised figure drifts more than 10 percent above plan for a day".
+    Source: reasoning: a day's cost per advanced token over the plan's, both marginal; 10% is
+    about a day of lost work a week, a drift worth an alert.
     """
     return realised_usd_per_million / planned_usd_per_million
 

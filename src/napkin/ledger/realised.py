@@ -1,4 +1,4 @@
-"""The realised cost of a run from its step records: seed 001's arithmetic, vectorised.
+"""The realised cost of a run from its step records: paid GPU time over advanced tokens, vectorised.
 
 Symbols, per record i in log order: ``s[i]`` step, ``t[i]`` wall time (s), ``g[i]`` GPUs
 allocated from then on, ``k[i]`` tokens per step. Per pair (i, i+1):
@@ -39,7 +39,8 @@ def paid_gpu_seconds(t_wall: Any, *, gpus_allocated: Any) -> float:
 
     Trap: busy GPUs instead of allocated ones, or step time instead of wall-clock gaps;
     both leave out the restarts, stragglers and stalls that are still paid for.
-    Source: seed 001, "Tracking the realised cost during a run" (allocated, not busy).
+    Source: reasoning: a GPU is paid for while it is allocated, busy or not (cloud bills meter
+    allocation; Dubey et al. 2024 report Llama 3's effective training time the same way).
     """
     import numpy as np
 
@@ -54,7 +55,8 @@ def advanced_tokens(first_step: Any, *, last_step: Any, tokens_per_step: Any) ->
     before the pair to the (higher) step after it, so the pairs add up to the run's.
     Trap: counting processed tokens; re-runs after a rollback inflate the denominator
     and flatter the cost.
-    Source: seed 001, "Which tokens to count".
+    Source: reasoning: the step counter at the end of the run times tokens per step is the
+    training the model kept; Chowdhery et al. 2022 (PaLM) count MFU over the same tokens.
     """
     return (last_step - first_step) * tokens_per_step
 
@@ -63,7 +65,7 @@ def usd_per_million_tokens(usd: float, *, n_tokens: float) -> float:
     """usd_per_M = usd / tokens · 1e6
 
     Trap: a denominator without its definition; say advanced (or processed) beside it.
-    Source: seed 001, "usd_per_m = usd / advanced * 1e6".
+    Source: reasoning: dollars over tokens, per million (the unit API prices use).
     """
     return usd / n_tokens * MILLION
 
@@ -74,7 +76,8 @@ def realised_mfu(advanced_tokens: float, *, flops_per_token: float, gpu_seconds:
 
     Trap: the trainer's own MFU is over busy step time; this one is over paid time, so
     restarts, gaps and stragglers pull it down (it is MFU × goodput).
-    Source: seed 001 (cost ∝ 1 / (MFU · goodput)); seed 004 (MFU, 6N model FLOPs, dense peak).
+    Source: Chowdhery et al. 2022, appendix B (MFU: 6N model FLOPs over the dense peak); cost per
+    token ∝ 1 / (MFU · goodput) follows.
     """
     return flops_per_token * advanced_tokens / (gpu_seconds * dense_flops_per_s)
 

@@ -95,7 +95,7 @@ def training_precision(device: Device) -> str:
 def versions() -> dict[str, str]:
     import torch
 
-    from napkin import __version__
+    from napkin.version import __version__
 
     out = {"napkin": __version__, "torch": torch.__version__, "python": platform.python_version()}
     if torch.version.cuda:
@@ -108,7 +108,6 @@ def run(opts: Options, progress: Callable[[str], None] | None = None) -> Measure
     import torch
 
     from napkin.errors import InputError
-    from napkin.hardware import precision as canonical
     from napkin.measure import device as devmod
     from napkin.measure.noise import make_flush
 
@@ -124,76 +123,111 @@ def run(opts: Options, progress: Callable[[str], None] | None = None) -> Measure
     device = Device(device.kind, device.name, threads, device.cache_bytes, device.memory_bytes,
                     device.catalog_key, device.mapped_key, device.note, device.index)
     m = Measurement(device, opts, datetime.datetime.now(datetime.timezone.utc).date().isoformat(), versions())
-    quick = opts.quick
-    warmup, repeats = _repeats(device, quick, opts)
-    expect = float(threads) if device.kind == "cpu" else None  # a GPU's host thread waits: no CPU/wall test
-    say = progress or (lambda _msg: None)
+    warmup, repeats = _repeats(device, opts.quick, opts)
+    ctx = None
     try:
-        flush = make_flush(torch, device)
-        train_prec = training_precision(device)
-        wanted = [canonical(p, "precision") for p in (opts.precisions or mm.DEFAULT_PRECISIONS[device.kind])]
-        if "train" not in opts.skip and train_prec not in wanted:
-            wanted.append(train_prec)  # the training run's MFU needs the ceiling at its precision
+        ctx = _Run(torch, device, opts, warmup, repeats,
+                   float(threads) if device.kind == "cpu" else None,  # a GPU's host thread waits: no CPU/wall test
+                   progress or (lambda _msg: None), make_flush(torch, device), training_precision(device))
         if "matmul" not in opts.skip:
-            shapes = opts.matmul_shapes or mm.SHAPES[(device.kind, quick)]
-            with m.meter.section("matmul", expect) as sec:
-                for p in dict.fromkeys(wanted):
-                    reason = mm.why_not(p, device.kind)
-                    if reason:
-                        m.not_measured[p] = reason
-                        continue
-                    res = mm.measure(torch, device, p, shapes, warmup=warmup, repeats=repeats, flush=flush,
-                                     progress=say)
-                    for s in res.shapes:
-                        sec.add(s.timing)
-                    m.matmul[p] = res
+            _matmul(m, ctx)
         if "bandwidth" not in opts.skip:
-            size = opts.buffer_bytes or bw.default_buffer_bytes(device, quick)
-            with m.meter.section("bandwidth", expect) as sec:
-                m.bandwidth = bw.measure(torch, device, buffer_bytes=size, warmup=warmup, repeats=repeats,
-                                         flush=flush, progress=say)
-                sec.add(m.bandwidth.copy)
-                sec.add(m.bandwidth.read)
+            _bandwidth(m, ctx)
         if "train" not in opts.skip:
-            cfg = opts.train or tp.default_config(device, quick)
-            if opts.recompute:
-                cfg = tp.with_recompute(cfg, True)
-            ceiling = m.matmul[train_prec].ceiling_flops_per_s if train_prec in m.matmul else None
-            with m.meter.section("train", None) as sec:
-                m.train = tp.measure(torch, device, cfg, precision=train_prec, warmup=max(1, warmup),
-                                     repeats=repeats, peak_flops_per_s=device.catalog_peak(train_prec),
-                                     ceiling_flops_per_s=ceiling, progress=say)
-                sec.add(m.train.timing)
-            if train_prec in m.matmul:  # a second look at the ceiling the MFU is divided by
-                m.matmul[train_prec] = mm.rerun_best(torch, device, m.matmul[train_prec], warmup=1,
-                                                     repeats=repeats, flush=flush, progress=say)
-                m.train = replace(m.train, ceiling_flops_per_s=m.matmul[train_prec].ceiling_flops_per_s)
+            _train(m, ctx)
         if "decode" not in opts.skip:
-            prec = train_prec
-            cfg_d = opts.decode or dec.default_config(device, quick, prec)
-            rate = m.bandwidth.roofline_bytes_per_s if m.bandwidth else None
-            if rate is None:
-                raise InputError("skip", "bandwidth", "cannot skip the bandwidth probe while measuring decode",
-                                 "skip decode too, or measure bandwidth")
-            steps = {("cpu", True): 2, ("cpu", False): 4}.get((device.kind, quick), 10)
-            size = m.bandwidth.buffer_bytes
-
-            def reprobe() -> float:
-                return bw.measure(torch, device, buffer_bytes=size, warmup=1, repeats=3,
-                                  flush=flush).roofline_bytes_per_s
-
-            with m.meter.section("decode", None) as sec:
-                m.decode = dec.measure(torch, device, cfg_d, bandwidth_bytes_per_s=rate, warmup=1,
-                                       repeats=max(3, repeats // 2), steps_per_repeat=steps, flush=flush,
-                                       bandwidth_probe=reprobe, progress=say)
-                for pt in m.decode.points:
-                    sec.add(pt.timing)
-        del flush
+            _decode(m, ctx)
     finally:
+        if ctx is not None:
+            ctx.flush = None  # the cache-flush buffer, freed before the threads are restored
         if device.kind == "cpu":
             torch.set_num_threads(saved_threads)
     m.elapsed_s = time.perf_counter() - started
     return m
+
+
+@dataclass
+class _Run:
+    """What every probe of one run shares."""
+
+    torch: Any
+    device: Device
+    opts: Options
+    warmup: int
+    repeats: int
+    expect: float | None  # CPU time over wall time a CPU probe should show (its threads); None on a GPU
+    say: Callable[[str], None]
+    flush: Any
+    train_prec: str
+
+
+def _matmul(m: Measurement, c: _Run) -> None:
+    from napkin.hardware import precision as canonical
+
+    wanted = [canonical(p, "precision") for p in (c.opts.precisions or mm.DEFAULT_PRECISIONS[c.device.kind])]
+    if "train" not in c.opts.skip and c.train_prec not in wanted:
+        wanted.append(c.train_prec)  # the training run's MFU needs the ceiling at its precision
+    shapes = c.opts.matmul_shapes or mm.SHAPES[(c.device.kind, c.opts.quick)]
+    with m.meter.section("matmul", c.expect) as sec:
+        for p in dict.fromkeys(wanted):
+            reason = mm.why_not(p, c.device.kind)
+            if reason:
+                m.not_measured[p] = reason
+                continue
+            res = mm.measure(c.torch, c.device, p, shapes, warmup=c.warmup, repeats=c.repeats, flush=c.flush,
+                             progress=c.say)
+            for s in res.shapes:
+                sec.add(s.timing)
+            m.matmul[p] = res
+
+
+def _bandwidth(m: Measurement, c: _Run) -> None:
+    size = c.opts.buffer_bytes or bw.default_buffer_bytes(c.device, c.opts.quick)
+    with m.meter.section("bandwidth", c.expect) as sec:
+        m.bandwidth = bw.measure(c.torch, c.device, buffer_bytes=size, warmup=c.warmup, repeats=c.repeats,
+                                 flush=c.flush, progress=c.say)
+        sec.add(m.bandwidth.copy)
+        sec.add(m.bandwidth.read)
+
+
+def _train(m: Measurement, c: _Run) -> None:
+    cfg = c.opts.train or tp.default_config(c.device, c.opts.quick)
+    if c.opts.recompute:
+        cfg = tp.with_recompute(cfg, True)
+    prec = c.train_prec
+    ceiling = m.matmul[prec].ceiling_flops_per_s if prec in m.matmul else None
+    with m.meter.section("train", None) as sec:
+        m.train = tp.measure(c.torch, c.device, cfg, precision=prec, warmup=max(1, c.warmup),
+                             repeats=c.repeats, peak_flops_per_s=c.device.catalog_peak(prec),
+                             ceiling_flops_per_s=ceiling, progress=c.say)
+        sec.add(m.train.timing)
+    if prec in m.matmul:  # a second look at the ceiling the MFU is divided by
+        m.matmul[prec] = mm.rerun_best(c.torch, c.device, m.matmul[prec], warmup=1, repeats=c.repeats,
+                                       flush=c.flush, progress=c.say)
+        m.train = replace(m.train, ceiling_flops_per_s=m.matmul[prec].ceiling_flops_per_s)
+
+
+def _decode(m: Measurement, c: _Run) -> None:
+    from napkin.errors import InputError
+
+    cfg_d = c.opts.decode or dec.default_config(c.device, c.opts.quick, c.train_prec)
+    rate = m.bandwidth.roofline_bytes_per_s if m.bandwidth else None
+    if rate is None:
+        raise InputError("skip", "bandwidth", "cannot skip the bandwidth probe while measuring decode",
+                         "skip decode too, or measure bandwidth")
+    steps = {("cpu", True): 2, ("cpu", False): 4}.get((c.device.kind, c.opts.quick), 10)
+    size = m.bandwidth.buffer_bytes
+
+    def reprobe() -> float:
+        return bw.measure(c.torch, c.device, buffer_bytes=size, warmup=1, repeats=3,
+                          flush=c.flush).roofline_bytes_per_s
+
+    with m.meter.section("decode", None) as sec:
+        m.decode = dec.measure(c.torch, c.device, cfg_d, bandwidth_bytes_per_s=rate, warmup=1,
+                               repeats=max(3, c.repeats // 2), steps_per_repeat=steps, flush=c.flush,
+                               bandwidth_probe=reprobe, progress=c.say)
+        for pt in m.decode.points:
+            sec.add(pt.timing)
 
 
 # ------------------------------------------------------------------------------ the report

@@ -2,7 +2,7 @@
 
     torchrun --nproc-per-node N -m napkin.measure --collectives [--quick] [--save F] [--json]
 
-Without ``--collectives`` the arguments go to ``napkin measure``.
+Without ``--collectives`` it says to use ``napkin measure`` (the CLI, which this package never imports).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--collectives" not in argv:
-        from napkin.cli import main as cli_main
-
-        cli_main(["measure", *argv])
-        return 0
+        print("error: `python -m napkin.measure` runs the collectives under torchrun (give --collectives); "
+              "one device is `napkin measure`", file=sys.stderr)
+        return 1
     parser = argparse.ArgumentParser(prog="python -m napkin.measure --collectives",
                                      description="All-reduce bus bandwidth over the torchrun group.")
     parser.add_argument("--collectives", action="store_true")

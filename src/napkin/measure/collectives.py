@@ -42,7 +42,7 @@ def bus_bytes_per_s(size_bytes: float, *, seconds: float, n_ranks: float) -> flo
     is the link rate (one direction) the collective achieved.
     Trap: algbw (size / t) is not a link rate: it falls with n at a fixed link speed;
     and a bidirectional link rating is twice the one-direction rate busbw compares with.
-    Source: nccl-tests, doc/PERFORMANCE.md ("bus bandwidth"); seed 004's ring formula.
+    Source: nccl-tests, doc/PERFORMANCE.md ("bus bandwidth"); the ring all-reduce's 2·(n−1)/n (Patarasuk and Yuan 2009).
     """
     return size_bytes / seconds * 2.0 * (n_ranks - 1.0) / n_ranks
 

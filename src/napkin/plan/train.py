@@ -148,21 +148,6 @@ def _footer(r: Report, req: PlanTrainRequest) -> None:
         r.note("simplification: " + text)
 
 
-def best_mfu(model: str, *, gpu: str, gpus: int, seq_len: float | None = None, global_batch: str | None = None,
-             flops_convention: str = "6N", precision: str = "bf16", **kwargs: Any) -> tuple[float, str]:
-    """(MFU, description) of the fastest configuration `napkin plan train` finds, for `napkin train --mfu auto`."""
-    from napkin.request import parse_request
-
-    raw = {"model": model, "gpu": gpu, "gpus": [gpus], "seq_len": seq_len, "global_batch": global_batch,
-           "flops_convention": flops_convention, "precision": precision, "top": 1, **kwargs}
-    rep = run_plan_train(parse_request(PlanTrainRequest, raw))
-    best = rep.get("best") if "best" in rep else (rep.results if rep.get("fits") else None)
-    if not best:
-        raise InputError("mfu", "auto", f"has no configuration to take it from: nothing fits {gpus:,} {gpu}",
-                         "give --mfu, or more GPUs")
-    return float(best["mfu"]), f"{describe(best)} ({flops_convention}; napkin plan train)"
-
-
 PLAN_TRAIN = Calculator(
     "plan-train", PlanTrainRequest, run_plan_train, "Plan a training run's parallelism",
     "Search TP, PP, CP, EP, DP, ZeRO/FSDP, recomputation, micro-batch and interleave for a model on a cluster: "

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from napkin import catalog
-from napkin.calculators.resolve import assume_default
+from napkin.calculators.resolve import assume_default, warn_if_stale_price
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import flops as F
@@ -82,6 +82,7 @@ def _price(r: Report, req: PlanTrainRequest, key: str) -> float:
     if listed is None:
         r.note(f"no price for {key}: give --price for GPU-hours in dollars")
         return math.nan
+    warn_if_stale_price(r, listed, f"the {catalog.gpu(key).name}")
     return r.assume("price", listed.usd_per_gpu_hour, f"reference list price, {listed.date} ({listed.source}); not a "
                                                       "loaded price", unit="usd_per_hour", basis="reference")
 

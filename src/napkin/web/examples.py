@@ -1,4 +1,4 @@
-"""The inputs each tab of the page opens with: the seeds' worked examples.
+"""The inputs each tab of the page opens with: the worked examples of the README.
 
 Raw values, as a person would type them (unit strings). The API tests run every entry
 and check it against the worked example it cites, so a default cannot drift silently.
@@ -19,7 +19,7 @@ EXAMPLES: dict[str, dict[str, object]] = {
     "mfu": {"params": "70B", "tokens_per_step": "4M", "step_time": "2.07s", "gpus": "2048", "gpu": "h100-sxm"},
     # allreduce-70b-grads-8-ranks
     "allreduce": {"size": "141GB", "ranks": "8", "link": "h100-sxm"},
-    # cost-7b-2t-marginal, cost-7b-2t-loaded, cost-7b-2t-sensitivity-mfu (the seed's headline question)
+    # cost-7b-2t-marginal, cost-7b-2t-loaded, cost-7b-2t-sensitivity-mfu (the headline question: one training token of 7B on 2T)
     "train": {"params": "7B", "tokens": "2T", "gpu": "h100-sxm", "mfu": "0.4", "goodput": "0.9",
               "price": "$2.50/h", "overhead": "experiments=0.6,lost=0.15,eval=0.05,idle=0.2",
               "fixed_usd": "60k", "sensitivity": "true"},
@@ -31,7 +31,7 @@ EXAMPLES: dict[str, dict[str, object]] = {
     # no worked example: an owned H100 at $30k over 4 years against a $2.50/h rental
     "gpu-hour": {"capex": "$30k", "gpu": "h100-sxm", "per_gpu_year": "network=1500", "utilization": "0.8",
                  "vs": "$2.50/h"},
-    # seed 003: Llama 3's 419 interruptions in 54 days on 16,384 GPUs; checkpoint and restart times assumed
+    # Llama 3's 419 interruptions (Dubey et al. 2024, table 5) in 54 days on 16,384 GPUs; checkpoint and restart times assumed
     "goodput": {"gpus": "16384", "interruptions": "419", "period": "54d", "checkpoint_time": "1min",
                 "restart_time": "10min"},
     # amortise-training-over-served: the 7B/2T run's loaded cost over 500B and 50T served tokens
@@ -49,7 +49,7 @@ EXAMPLES: dict[str, dict[str, object]] = {
                    "global_batch": "16Mi"},
     # the ledger reads an uploaded step log: the tab opens empty, waiting for the file
     "ledger": {},
-    # journey-*: the request's own defaults are seed 003's prompt through Llama 3.1 405B on 8 H100s
+    # journey-*: the request's own defaults are one short question through Llama 3.1 405B on 8 H100s
     "journey": {},
     # the card of the journey's defaults (Llama 3.1 405B on 8 H100s)
     "card": {},

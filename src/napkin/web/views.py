@@ -113,11 +113,12 @@ def cell_kind(key: str) -> str | None:
     return None
 
 
-def _cell(key: str, value: Any) -> str:
+def _cell(key: str, value: Any, kinds: dict | None = None) -> str:
     if value is None:
         return ""
-    if isinstance(value, dict):  # one line per entry (a rung's figures): the page keeps the breaks
-        return "\n".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
+    if isinstance(value, dict):  # one line per entry (a rung's figures, in the units it names): the page keeps breaks
+        return "\n".join(f"{k}: {_kind_cell(k, v, (kinds or {}).get(k))}" if kinds and k in kinds
+                         else f"{k}: {_cell(k, v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return f"[{len(value)} items]" if len(value) > 6 else ", ".join(_cell(key, v) for v in value)
     if isinstance(value, float) and not math.isfinite(value):  # a ratio with no value (0/0): "-", as the CLI's tables
@@ -129,13 +130,27 @@ def _cell(key: str, value: Any) -> str:
         return units.fmt_auto(value, None)
 
 
+def _kind_cell(key: str, value: Any, kind: str | None) -> str:
+    """A figure in the unit its record names (a journey rung's ``units``), as the CLI prints it."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return units.fmt_auto(value, kind)
+        except (ValueError, TypeError):
+            pass
+    return _cell(key, value)
+
+
 def tables(report: Any) -> dict[str, dict]:
-    """Results that are lists of records (a ranking, days of a ledger), formatted as tables."""
+    """Results that are lists of records (a ranking, days of a ledger), formatted as tables. A record that names
+    the units of its figures (``units``, beside a journey rung's ``figures``) has them formatted in those units,
+    and the ``units`` column itself is not shown."""
     out = {}
     for key, value in report.results.items():
         if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-            columns = list(dict.fromkeys(c for row in value for c in row))
-            rows = [[_cell(c, row.get(c)) for c in columns] for row in value[:TABLE_ROWS]]
+            named = all(isinstance(row.get("units"), dict) for row in value)
+            columns = [c for c in dict.fromkeys(c for row in value for c in row) if not (named and c == "units")]
+            rows = [[_cell(c, row.get(c), row["units"] if named else None) for c in columns]
+                    for row in value[:TABLE_ROWS]]
             out[key] = {"columns": columns, "rows": rows, "total": len(value)}
     return out
 

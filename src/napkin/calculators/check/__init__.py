@@ -1,6 +1,6 @@
 """``napkin check``: hold a published training cost or GPU-hour figure against 6·N·D.
 
-Seed 002's method: the compute for one run at a stated (or reference) MFU and price;
+The method: the compute for one run at a stated (or reference) MFU and price;
 the MFU or price that would make the claim true; a verdict that never overstates; and
 the list of what a production cost adds beyond one run's compute.
 

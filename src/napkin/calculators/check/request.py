@@ -16,13 +16,13 @@ S = msgspec.Struct
 MFU_PLAUSIBLE_MAX = 0.60
 # GPU-hours from GPUs × days agree with a claimed figure within this fraction.
 AGREE_WITHIN = 0.10
-# Seed 001's illustrative overheads (experiments 0.60 + lost 0.15 + eval 0.05 + idle 0.20)
+# Illustrative overheads (experiments 0.60 + lost 0.15 + eval 0.05 + idle 0.20)
 # double the final run's compute before data and people: a model's cost is at least that.
 PRODUCTION_MULTIPLE = 2.0
 
 VERDICTS = ("consistent", "plausible only as one final run's compute", "implausible", "inconsistent")
 
-# What a production cost adds to one run's compute (seed 002, "What that number leaves out").
+# What a production cost adds to one run's compute (DeepSeek-V3's report, section 1, says its $5.576M leaves these out).
 OMITTED = ["failed and abandoned runs", "ablations", "data pipeline", "post-training", "salaries"]
 
 
@@ -38,9 +38,9 @@ class CheckRequest(S, kw_only=True, forbid_unknown_fields=True):
                                              f"{catalog.default_value('default_gpu')}, stated as an assumption)")] = None
     precision: Annotated[str, field("precision", "training precision of the dense peak")] = "bf16"
     mfu: Annotated[float | None, field("fraction", "MFU of the run (default "
-                                                  f"{catalog.default_value('reference_mfu')}, a reference)")] = None
+                                                  f"{catalog.default_value('reference_mfu'):.0%}, a reference)")] = None
     goodput: Annotated[float | None, field("fraction", "fraction of paid time making progress (default "
-                                                       f"{catalog.default_value('claim_goodput'):g}: the most "
+                                                       f"{catalog.default_value('claim_goodput'):.0%}: the most "
                                                        "generous reading)")] = None
     price: Annotated[float | None, field("usd_per_hour", "price of one GPU-hour (default: the catalog's)", gt=0)] = None
 

@@ -6,13 +6,14 @@ from napkin import catalog
 from napkin.calculators.check.readings import price_note
 from napkin.calculators.check.request import AGREE_WITHIN, OMITTED, CheckRequest
 from napkin.calculators.check.verdicts import mfu_verdict, usd_alone, usd_for_hours, worst
-from napkin.calculators.resolve import assume_default, given_or_default
+from napkin.calculators.resolve import assume_default, given_or_default, warn_if_stale_price
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import economics as econ
 from napkin.formulas import flops as fl
 from napkin.formulas import training as T
 from napkin.hardware import Accelerator
+from napkin.request import basis_of
 from napkin.units import DAY, format as fmt
 
 
@@ -118,6 +119,7 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
     if req.gpu is None:
         assume_default(r, "gpu", "default_gpu")
     r.set("gpu", g.key)
+    _precision(r, req, g)
     c = r.step("train_flops", "6 · N · D", value=fl.train_flops(n, n_tokens=d), unit="flops",
                N=(n, "count"), D=(d, "count"), cites=fl.train_flops)
     peak = g.peak(req.precision)
@@ -129,7 +131,7 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
         mfu = r.assume("mfu", req.mfu, "given", unit="fraction", basis="given")
     goodput = given_or_default(r, "goodput", req.goodput, "claim_goodput")
     if req.goodput is not None:
-        listed.append(f"goodput {goodput:.2f}")
+        listed.append(f"goodput {fmt(goodput, 'fraction')}")
     if goodput == 1.0:
         listed.append("every paid hour productive (goodput 1)")
     price = req.price
@@ -138,6 +140,7 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
         if ref is not None:
             price = ref.usd_per_gpu_hour
             r.assume("price", price, price_note(g.key, ref), unit="usd_per_hour", basis="catalog")
+            warn_if_stale_price(r, ref, f"the {g.name}")
     else:
         r.assume("price", price, "given", unit="usd_per_hour", basis="given")
 
@@ -171,7 +174,7 @@ def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak
                   goodput=goodput, cites=econ.implied_mfu)
     checks.append(mfu_verdict(imfu, what=what, basis=f"on {g.name} at {req.precision}"))
     if imfu < 0.2:
-        r.note(f"implied MFU {imfu:.2f} is low: the hours cover more than this run's 6·N·D "
+        r.note(f"implied MFU {fmt(imfu, 'fraction')} is low: the hours cover more than this run's 6·N·D "
                "(other runs, idle capacity, long restarts) or the run was inefficient")
     implied_usd = None
     if price is not None:
@@ -190,6 +193,24 @@ def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak
                               implied_usd=implied_usd, listed=listed)
         if check is not None:
             checks.append(check)
+
+
+def _precision(r: Report, req: CheckRequest, g: Accelerator) -> None:
+    """The precision whose dense peak the claim is read at: given, or bf16 assumed (and said so).
+
+    Trap: a run that trained in fp8 (DeepSeek-V3 did) has twice the bf16 peak, so the same
+    claim needs half the MFU: the verdict can flip on the precision alone.
+    """
+    r.set("precision", req.precision)
+    if basis_of(req, "precision") == "given":
+        r.assume("precision", req.precision, "given", basis="given")
+        return
+    r.assume("precision", req.precision, "the dense peak is read at bf16, the precision most large runs train at; "
+             "a run in fp8 has twice the peak (--precision fp8)", basis="assumed")
+    if g.supports("fp8"):
+        r.note(f"precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the {g.name}'s fp8 peak, "
+               f"{fmt(g.peak('fp8'), 'flops_per_s')} against {fmt(g.peak('bf16'), 'flops_per_s')}, and needs half "
+               "the MFU; `--precision fp8` reads the claim at it")
 
 
 def _title(n: float | None, d: float | None, req: CheckRequest) -> str:

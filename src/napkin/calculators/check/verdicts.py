@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from napkin import catalog
+from napkin.calculators.resolve import warn_if_stale_price
 from napkin.calculators.check.readings import Reading, catalog_readings, price_note
 from napkin.calculators.check.request import (AGREE_WITHIN, MFU_PLAUSIBLE_MAX, PRODUCTION_MULTIPLE, VERDICTS,
                                               CheckRequest)
@@ -21,15 +22,20 @@ from napkin.units import format as fmt
 
 # ---------------------------------------------------------------------------------- checks
 def mfu_verdict(mfu: float, *, what: str, basis: str) -> tuple[str, str]:
-    """Verdict on an implied MFU: inconsistent above 1, implausible above 0.6."""
+    """Verdict on an implied MFU: inconsistent above 1, implausible above 0.6.
+
+    The MFU is written as a percentage to the digits that tell it from 100% (100.4%, never "100%"
+    beside "more than the dense peak").
+    """
+    shown, limit = fmt(mfu, "fraction"), fmt(MFU_PLAUSIBLE_MAX, "fraction")
     if mfu > 1.0:
-        return "inconsistent", (f"{what} MFU {mfu:.2f} {basis}: more than the GPUs' dense peak, "
+        return "inconsistent", (f"{what} MFU {shown} {basis}: more than the GPUs' dense peak, "
                                 "so 6·N·D cannot fit in it")
     if mfu > MFU_PLAUSIBLE_MAX:
-        return "implausible", (f"{what} MFU {mfu:.2f} {basis}: possible in principle, but no large "
-                               f"dense run has published above ~{MFU_PLAUSIBLE_MAX:.1f} "
-                               "(Llama 3 405B sustained 0.38–0.43)")
-    return "consistent", f"{what} MFU {mfu:.2f} {basis}, not above the ~{MFU_PLAUSIBLE_MAX:.1f} that large runs reach"
+        return "implausible", (f"{what} MFU {shown} {basis}: possible in principle, but no large "
+                               f"dense run has published above ~{limit} "
+                               "(Llama 3 405B sustained 38–43%)")
+    return "consistent", f"{what} MFU {shown} {basis}, not above the ~{limit} that large runs reach"
 
 
 def worst(checks: list[tuple[str, str]]) -> tuple[str, str]:
@@ -64,7 +70,7 @@ def usd_for_hours(r: Report, req: CheckRequest, g: Any, *, hours: float, hours_w
     cost = f"what {hours_what} cost at {fmt(price, 'usd_per_hour')} ({fmt(implied_usd, 'usd')})"
     if multiple >= PRODUCTION_MULTIPLE:
         return "consistent", (f"the claimed cost is {multiple:.1f}× {cost}: room for the experiments and lost work "
-                              "that at least double one run (seed 001)")
+                              "that at least double one run (see omitted)")
     if req.claimed_usd >= hours * low * (1 - AGREE_WITHIN):
         return ("plausible only as one final run's compute",
                 f"the claimed cost is {multiple:.2f}× {cost}: it pays for those hours and leaves nothing for what "
@@ -132,21 +138,13 @@ def usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, pr
     else:
         raise InputError("price", "nothing", "is required: the catalog has no GPU-hour prices",
                          "give --price 2.50/h")
+    if v.basis != "given" and v.key in catalog.gpu_hour_prices():
+        warn_if_stale_price(r, catalog.gpu_hour_prices()[v.key], f"the {v.name}")
     # the most favourable catalog reading, beside the verdict's when it reads the claim more generously
     if best is not None and best is not v and best.price / best.peak >= v.price / v.peak:
         best = None  # the verdict's reading is already the more generous: nothing to add
     if best is not None:
-        r.set("most_favourable_gpu", best.key)
-        r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
-        r.assume("most_favourable_usd_per_gpu_hour", best.price,
-                 f"{best.key}: {best.basis}: " + price_note(best.key, catalog.gpu_hour_prices()[best.key]),
-                 unit="usd_per_hour", basis="catalog")
-        r.step("most_favourable_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)",
-               value=econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
-                                              dense_flops_per_s=best.peak, goodput=goodput),
-               unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
-               peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}",
-               cites=econ.implied_mfu_for_usd)
+        _most_favourable(r, best, c=c, claimed=claimed, goodput=goodput)
     listed.insert(0, f"{v.name} dense {req.precision} peak {fmt(v.peak, 'flops_per_s')}")
     listed.append(f"price {fmt(v.price, 'usd_per_hour')} for {v.name}" + (" (given)" if v.basis == "given"
                                                                             else f", {v.basis}"))
@@ -158,21 +156,38 @@ def usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, pr
         multiple = r.step("claimed_over_compute", "claimed_usd / (one run at MFU, on the verdict's part and price)",
                           value=claimed / one_run, unit="number", compute=(one_run, "usd"), MFU=mfu,
                           note=f"{v.name} at {fmt(v.price, 'usd_per_hour')}")
-        listed.append(f"MFU {mfu:.2f} ({'given' if req.mfu is not None else 'reference'})")
+        listed.append(f"MFU {fmt(mfu, 'fraction')} ({'given' if req.mfu is not None else 'reference'})")
         if multiple >= PRODUCTION_MULTIPLE:
             verdict = "consistent"
-            reason = (f"{reason}, and the claim is {multiple:.1f}× one run's compute there at MFU {mfu:.2f}: room "
-                      "for the experiments and lost work that at least double it (seed 001)")
+            reason = (f"{reason}, and the claim is {multiple:.1f}× one run's compute there at MFU "
+                      f"{fmt(mfu, 'fraction')}: room for the experiments and lost work that at least double it "
+                      "(see omitted)")
         else:
             verdict = "plausible only as one final run's compute"
-            reason = (f"{reason}, but it is {multiple:.2f}× one run's compute there at MFU {mfu:.2f}: it leaves "
-                      "nothing for what a production cost adds (see omitted)")
+            reason = (f"{reason}, but it is {multiple:.2f}× one run's compute there at MFU {fmt(mfu, 'fraction')}: "
+                      "it leaves nothing for what a production cost adds (see omitted)")
     if chosen_mfu is not None and (v.key != g.key or v.price != price):
-        reason += f"; on {g.name} at its own {fmt(price, 'usd_per_hour')} it would need MFU {chosen_mfu:.2f}"
+        reason += (f"; on {g.name} at its own {fmt(price, 'usd_per_hour')} it would need MFU "
+                   f"{fmt(chosen_mfu, 'fraction')}")
     if best is not None and best is not v:
         best_mfu = econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
                                             dense_flops_per_s=best.peak, goodput=goodput)
         if best_mfu < vmfu:
             reason += (f"; the most favourable catalog reading, {best.name} at {fmt(best.price, 'usd_per_hour')} "
-                       f"({best.basis}), would need MFU {best_mfu:.2f}")
+                       f"({best.basis}), would need MFU {fmt(best_mfu, 'fraction')}")
     return verdict, reason
+
+
+def _most_favourable(r: Report, best: Reading, *, c: float, claimed: float, goodput: float) -> None:
+    """The most favourable catalog reading of a claimed cost: its part, price and the MFU it needs there."""
+    r.set("most_favourable_gpu", best.key)
+    r.set("most_favourable_usd_per_gpu_hour", best.price, "usd_per_hour")
+    r.assume("most_favourable_usd_per_gpu_hour", best.price,
+             f"{best.key}: {best.basis}: " + price_note(best.key, catalog.gpu_hour_prices()[best.key]),
+             unit="usd_per_hour", basis="catalog")
+    r.step("most_favourable_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)",
+           value=econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=best.price,
+                                          dense_flops_per_s=best.peak, goodput=goodput),
+           unit="fraction", C=(c, "flops"), price=(best.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
+           peak=(best.peak, "flops_per_s"), goodput=goodput, note=f"{best.name}, {best.basis}",
+           cites=econ.implied_mfu_for_usd)

@@ -61,15 +61,14 @@ def bill(walk: Walk, t: Trip) -> None:
     r = walk.start("bill")
     usd = api_bill(r, t, walk.meter)
     node_usd_h = t.node_usd_per_hour
-    shared_s = r.step("shared_node_s", "prefill_s + (output_tokens − 1) · batch_s_per_step / batch  (the node "
-                      "time this request holds when batched)",
-                      value=t.prefill_s + (req.output_tokens - 1) * t.batch_step_s / req.batch,
-                      unit="seconds", batch=req.batch)
+    shared_s = r.step("shared_node_s", "output_tokens / batch_tokens_per_s  (the node time this request holds in "
+                      "the batch, its prefill included)", value=req.output_tokens / t.batch_tokens_per_s,
+                      unit="seconds", output_tokens=req.output_tokens, batch=req.batch)
     r.step("gpu_usd_alone", "node_usd_per_hour · answer_s / 3600", value=node_usd_h * t.answer_s / HOUR,
            unit="usd", answer_s=(t.answer_s, "seconds"))
     shared_usd = r.step("gpu_usd_shared", "node_usd_per_hour · shared_node_s / 3600",
                         value=node_usd_h * shared_s / HOUR, unit="usd")
-    r.step("gpu_usd_per_million_output", "node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use)",
+    r.step("gpu_usd_per_million_output", "node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use, prompts included)",
            value=cost.usd_per_million_tokens(node_usd_h, tokens_per_s=t.batch_tokens_per_s, utilization=1.0),
            unit="usd_per_million", batch_tokens_per_s=(t.batch_tokens_per_s, "per_s"),
            cites=cost.usd_per_million_tokens)

@@ -10,6 +10,7 @@ from napkin.formulas import journey as jf
 from napkin.formulas import roofline as roof
 from napkin.hardware import Accelerator
 
+from . import node
 from .walk import Trip, Walk
 
 
@@ -56,6 +57,10 @@ def memory_wall(walk: Walk, t: Trip) -> None:
                         value=jf.decode_intensity_flops_per_byte(1, bytes_per_param=b), unit="number",
                         batch=1, bytes_per_param=b, cites=jf.decode_intensity_flops_per_byte)
     r.step("decode_fraction_of_ridge", "decode intensity / ridge", value=intensity1 / t.ridge, unit="fraction")
-    r.note("the seed's meter ticks to 2 here for the first multiply-accumulate; napkin counts that MAC inside "
-           "prefill, so Σ is exactly 2·N·(prompt + output)")
+    node.build(r, t, cprec)
+    r.note("datasheet peaks are ceilings: the kernels reach gemm_efficiency of the dense peak on a large GEMM and "
+           "bandwidth_efficiency of the HBM bandwidth (see the assumptions for where each comes from); the prefill "
+           "and decode times below are the operator model's, as `napkin serve` computes them")
+    r.note("the multiply-accumulate above is counted where it runs, in prefill: the meter does not move here, so "
+           "Σ is exactly 2·N·(prompt + output)")
     walk.close("memory_wall", r, 0.0)

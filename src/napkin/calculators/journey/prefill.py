@@ -1,12 +1,15 @@
-"""Rung 4, prefill: the prompt's FLOPs (2N per token, attention on the meter with --attention), its
-time from the prefill step of formulas.serving, and the KV cache it writes."""
+"""Rung 4, prefill: the prompt's FLOPs (2N per token, attention on the meter with --attention), its time
+by the napkin rule (one MFU) and by the operator model `napkin serve` runs, and the KV cache it writes."""
 
 from __future__ import annotations
 
 from napkin.calculators import resolve
+from napkin.calculators.replica import describe, error_bars
 from napkin.calculators.steps import kv_held, kv_step
 from napkin.derivation import Report
 from napkin.formulas import flops
+from napkin.formulas import journey as jf
+from napkin.formulas import operators as op
 from napkin.formulas import serving as sv
 
 from .walk import Trip, Walk
@@ -39,24 +42,41 @@ def prefill_flops(r: Report, t: Trip) -> float:
     return pf
 
 
+def napkin_rule(r: Report, t: Trip, pf: float) -> None:
+    """The prefill at one assumed MFU of the node's dense peak: the round figure to hold the model against."""
+    req = t.req
+    resolve.assume_field(r, "mfu", req, "journey_prefill_mfu")
+    r.set("mfu", req.mfu, "fraction")
+    eff = r.step("effective_flops_per_s", "gpus · dense peak · MFU", value=t.node_peak * req.mfu, unit="flops_per_s",
+                 gpus=t.n_gpus, peak=(t.peak, "flops_per_s"), MFU=(req.mfu, "fraction"))
+    r.step("prefill_napkin_s", "prefill_flops / effective_flops_per_s  (the napkin rule: one MFU for the whole "
+           "prompt)", value=jf.prefill_seconds_at_mfu(pf, n_gpus=t.n_gpus, dense_flops_per_s=t.peak, mfu=req.mfu),
+           unit="seconds", prefill_flops=(pf, "flops"), effective=(eff, "flops_per_s"), cites=jf.prefill_seconds_at_mfu)
+
+
+def operator_model(r: Report, t: Trip, pf: float) -> None:
+    """The prompt's prefill on the node as `napkin serve` times it: the sum of its operators."""
+    T = t.prompt_tokens
+    t.prefill_pairs = t.replica.prefill_pairs(T)
+    ops = t.replica.operators(T, prefill_pairs=t.prefill_pairs, logits=1.0)
+    t.prefill_s = r.step("prefill_s", f"Σ operators of the prompt's prefill on TP {t.n_gpus}  (the operator model: "
+                         "GEMMs, attention, element-wise kernels, all-reduces, fixed costs)",
+                         value=float(op.total_seconds(ops)), unit="seconds", tokens=(T, "count"),
+                         cites=op.step_seconds)
+    r.step("prefill_mfu", "prefill_flops / (prefill_s · gpus · dense peak)",
+           value=pf / (t.prefill_s * t.node_peak), unit="fraction",
+           note="what the operator model predicts the prefill reaches, against the napkin rule's MFU")
+    r.step("prefill_tokens_per_s", "prompt_tokens / prefill_s", value=T / t.prefill_s, unit="per_s",
+           prompt_tokens=(T, "count"))
+    r.note(f"prefill operators: {describe(ops)}")
+
+
 def prefill(walk: Walk, t: Trip) -> None:
     req, m = t.req, t.m
     r = walk.start("prefill")
     t.prefill_flops = pf = prefill_flops(r, t)
-    resolve.assume_field(r, "mfu", req, "journey_prefill_mfu")
-    r.set("mfu", req.mfu, "fraction")
-    t.effective_flops_per_s = eff = r.step(
-        "effective_flops_per_s", "gpus · dense peak · MFU", value=t.node_peak * req.mfu, unit="flops_per_s",
-        gpus=t.n_gpus, peak=(t.peak, "flops_per_s"), MFU=(req.mfu, "fraction"))
-    # the node as one device (gpus · peak), compute only, as the working says: no weight-read floor, no all-reduces
-    parts = sv.prefill_step_parts(pf, weights_bytes=0.0, tp=1, n_layers=m.n_layers, d_model=m.d_model,
-                                  new_tokens=t.prompt_tokens, memory_bytes_per_s=t.node_bw,
-                                  dense_flops_per_s=t.node_peak, compute_efficiency=req.mfu)
-    t.prefill_s = r.step("prefill_s", "prefill_flops / effective_flops_per_s", value=sv.step_seconds(parts),
-                         unit="seconds", prefill_flops=(pf, "flops"), effective=(eff, "flops_per_s"),
-                         cites=sv.prefill_step_parts)
-    r.step("prefill_tokens_per_s", "effective_flops_per_s / flops_per_token", value=eff / t.flops_per_token,
-           unit="per_s")
+    napkin_rule(r, t, pf)
+    operator_model(r, t, pf)
     t.kv_bytes_per_token = kv_tok = kv_step(r, m, t.kv_bytes_per_value, req.kv_precision)
     held, held_expr = kv_held(r, m, t.prompt_tokens, "prompt_tokens")
     r.step("prompt_kv_bytes", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held, unit="bytes",
@@ -68,5 +88,9 @@ def prefill(walk: Walk, t: Trip) -> None:
     if t.free > 0:
         r.step("kv_capacity_tokens", "free_bytes / kv_bytes_per_token", value=t.free / kv_tok, unit="count",
                free_bytes=(t.free, "bytes"))
-    r.step("ttft_s", "prefill_s  (compute only: queueing and network add to it)", value=t.prefill_s, unit="seconds")
+    r.step("ttft_s", "prefill_s  (on an idle node: queueing and the network add to it)", value=t.prefill_s,
+           unit="seconds")
+    bar = error_bars(t.g).get("ttft_s")
+    if bar:
+        r.note(f"the operator model's TTFT against published runs (napkin validate): {bar}")
     walk.close("prefill", r, pf)

@@ -47,6 +47,6 @@ def tokens(walk: Walk, t: Trip) -> None:
     whose = f"these are {tc.encoding}'s" if tc.exact else "these are an estimate at 4 characters per token"
     r.note(f"counts differ by tokenizer: {whose}; {m.name}'s own vocabulary has {m.vocab_size:,} entries")
     if req.prompt == SEED_PROMPT:
-        r.note(f"the seed's tokenizer (Llama 3) splits this question into {SEED_TOKENS_LLAMA3} tokens")
+        r.note(f"Llama 3's own tokenizer (128,256 entries) splits this question into {SEED_TOKENS_LLAMA3} tokens too")
     r.note("splitting text is lookups, not arithmetic: the meter does not move")
     walk.close("tokens", r, 0.0)

@@ -42,8 +42,10 @@ class Trip:
     kv_bytes_per_token: float = 0.0
     decode_flops: float = 0.0
     answer_s: float = 0.0
-    batch_step_s: float = 0.0
     batch_tokens_per_s: float = 0.0
+    replica: Any = None  # napkin.calculators.replica.Replica: the node as one tensor-parallel group
+    prefill_pairs: float = 0.0  # causal query-key pairs of the prompt's prefill, per layer
+    held_avg: float = 0.0  # tokens' worth of KV a sequence holds at the answer's mean context
 
     @property
     def context(self) -> int:

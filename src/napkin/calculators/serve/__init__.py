@@ -1,6 +1,6 @@
 """Serving one model on one replica: memory fit, prefill (TTFT), decode (TPOT), cost per token.
 
-The two halves of inference (seeds 003 and 004): prefill reads the prompt in one
+The two halves of inference: prefill reads the prompt in one
 compute-bound pass; decode re-reads the active weights and every sequence's KV cache for
 each new token, so it is bound by memory bandwidth until the batch is large enough for
 the FLOPs to catch up. Tensor parallelism splits weights and KV over the replica's GPUs

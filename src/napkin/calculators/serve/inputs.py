@@ -41,6 +41,7 @@ class Setup:
     replica: rep.Replica  # the operator model's view of one TP group
     capacity: float  # bytes per GPU the runtime reports
     scale_out: float  # per-GPU scale-out bandwidth beyond the scale-up domain, given or assumed
+    by_hand: bool = False  # peak, bandwidth or memory given by hand: no published point covers the part
 
 
 def compute_precision_for(g: Accelerator, precision: str) -> str:
@@ -85,6 +86,8 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     if cp != req.precision:
         r.note(f"the {g.name} has no {req.precision} tensor-core peak: {req.precision} weights are dequantised and "
                f"multiplied at {cp}, so compute uses the {cp} peak")
+    base = g
+    g = rep.by_hand(g, precision=cp, peak=req.peak, bandwidth=req.bandwidth, memory=req.memory)
     peak = g.peak(cp)
     link = g.link_bytes_per_s_per_direction
     if tp > 1 and link is None:
@@ -94,11 +97,9 @@ def setup(req: ServeRequest, r: Report) -> Setup:
                       allreduce_latency_s=req.allreduce_latency, per_layer_s=req.layer_overhead,
                       per_step_s=req.step_overhead, calibration=req.calibration)
     e = rep.efficiencies(g, cp, mlp_precision=mlp_cp, given=given, r=r)
-    r.assume("dense_flops_per_s", peak, f"{g.name} dense {cp} peak ({g.source})", unit="flops_per_s",
-             basis="catalog")
-    r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)", unit="bytes_per_s",
-             basis="catalog")
-    capacity = rep.memory_capacity_bytes(g, r)
+    hand_figures(r, req, base, g, cp)
+    capacity = rep.memory_capacity_bytes(g, r) if req.memory is None else r.assume(
+        "memory_bytes", req.memory, "per GPU, given by hand", unit="bytes", basis="given")
     if link is not None and tp > 1 and req.calibration:
         link = measured_link(req, m, tp, link, r)
     scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
@@ -110,7 +111,33 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
                           link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp)
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
-                 capacity, scale_out)
+                 capacity, scale_out, by_hand=g is not base)
+
+
+def hand_figures(r: Report, req: ServeRequest, base: Accelerator, g: Accelerator, cp: str) -> None:
+    """The peak and bandwidth the operator model runs at: the catalog's, or given by hand (said so, with
+    what still comes from --gpu: its efficiencies, link and scale-up domain)."""
+    if req.peak is None:
+        r.assume("dense_flops_per_s", g.peak(cp), f"{g.name} dense {cp} peak ({g.source})", unit="flops_per_s",
+                 basis="catalog")
+    else:
+        resolve.warn_if_sparse(r, req.peak, cp)
+        r.assume("dense_flops_per_s", req.peak, f"dense {cp} peak given by hand, in place of the {base.name}'s "
+                 f"{_fmt(base.peak(cp), 'flops_per_s')}", unit="flops_per_s", basis="given")
+    if req.bandwidth is None:
+        r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)",
+                 unit="bytes_per_s", basis="catalog")
+    else:
+        r.assume("memory_bytes_per_s", req.bandwidth, f"given by hand, in place of the {base.name}'s "
+                 f"{_fmt(base.memory_bytes_per_s, 'bytes_per_s')}", unit="bytes_per_s", basis="given")
+    if g is not base:
+        what = [k for k in ("peak", "bandwidth", "memory") if getattr(req, k) is not None]
+        words = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
+        r.warn("figures-by-hand", f"the {words} given by hand {'replace' if len(what) > 1 else 'replaces'} the "
+                                  f"{base.name}'s; its kernel efficiencies, fixed costs, "
+                                  "link and scale-up domain still apply (measured on GPUs with HBM): give "
+                                  "--gemm-efficiency, --bandwidth-efficiency and --layer-overhead for the part, and "
+                                  "the error bar does not cover it")
 
 
 def measured_link(req: ServeRequest, m: ModelSpec, tp: int, link: float, r: Report) -> float:

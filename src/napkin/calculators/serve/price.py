@@ -8,6 +8,7 @@ from napkin.calculators import resolve
 from napkin.derivation import Report
 from napkin.formulas import cost as costf
 from napkin.formulas import serving as sv
+from napkin.units import format as fmt
 
 from .inputs import Setup
 from .request import ServeRequest
@@ -26,6 +27,9 @@ def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, sched: Sched
     if req.utilization is None:
         d = catalog.default("serve_utilization")
         util = resolve.assume_default(r, "utilization", d.key, note=d.note + bursty, unit="fraction")
+        r.warn("every-hour-busy", f"no --utilization: the $/M figures assume every paid hour is busy "
+                                  f"({fmt(util, 'fraction')}); an hour the replica sits idle still costs, so at 40% "
+                                  f"busy they are {util / 0.4:.3g}x; give --utilization")
     else:
         util = r.assume("utilization", req.utilization, "fraction of the hour generating" + bursty, unit="fraction",
                         basis="given")

@@ -73,6 +73,14 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                                              "(default: fitted to published runs)", ge=0)] = None
     step_overhead: Annotated[float | None, field("seconds", "fixed cost of one step: scheduling, sampling "
                                                             "(default: fitted to published runs)", ge=0)] = None
+    peak: Annotated[float | None, field("flops_per_s", "dense peak per GPU at the compute precision by hand, "
+                                                   "replacing --gpu's datasheet figure (an SRAM part such as a Groq "
+                                                   "LPU or a Cerebras wafer, a future part)", gt=0)] = None
+    bandwidth: Annotated[float | None, field("bytes_per_s", "memory bandwidth per GPU by hand, replacing --gpu's "
+                                                            "datasheet HBM figure (on-chip SRAM is far faster)",
+                                             gt=0)] = None
+    memory: Annotated[float | None, field("bytes", "memory per GPU by hand, replacing --gpu's (an SRAM part holds "
+                                                   "hundreds of MB per chip)", gt=0)] = None
     usable: Annotated[float, field("fraction", "fraction of the GPU memory the runtime reports that weights and "
                                                "the KV cache may take")] = (
         catalog.default_value("serve_usable_memory_fraction"))
@@ -85,7 +93,7 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     draft: Annotated[str | None, field("name", "draft model for speculative decoding")] = None
     draft_tokens: Annotated[int, field("int", "tokens the draft proposes per verification", gt=0, le=64)] = 4
     acceptance: Annotated[float | None, field("fraction", "probability the target accepts a drafted token "
-                                                         f"(default {_ACCEPTANCE})", ge=0, le=1)] = None
+                                                         f"(default {_fmt(_ACCEPTANCE, 'fraction')})", ge=0, le=1)] = None
     scale_out_bandwidth: Annotated[float | None, field(
         "bytes_per_s", "per-GPU bandwidth, one direction, of traffic that leaves the scale-up domain (TP beyond it, "
         f"KV moved between disaggregated replicas; default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None

@@ -38,10 +38,7 @@ def total(ops: dict[str, op.OperatorTime]) -> float:
 
 def pairs_per_request(s: Setup, new: float, cached: float) -> float:
     """Causal query-key pairs of one prompt's prefill, averaged over layers (a sliding window cuts some)."""
-    m = s.m
-    flops = float(sv.prefill_attention_flops(m.n_layers, d_attn=m.d_attn, new_tokens=new, cached_tokens=cached,
-                                             causal=True, **m.window()))
-    return flops / (4.0 * m.n_layers * m.d_attn)
+    return s.replica.prefill_pairs(new, cached_tokens=cached)
 
 
 def _steps(r: Report, s: Setup, dec: dict, *, label: str, ops: dict, expr: str, **values: object) -> float:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from napkin import catalog
-from napkin.calculators.resolve import assume_default
+from napkin.calculators.resolve import (assume_default, resolve_flops_per_token,  # noqa: F401 (train's import)
+                                        MFU_COUNTER_ABOVE, convert_mfu, warn_if_activity_counter,
+                                        warn_if_stale_price)
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import flops
@@ -20,7 +22,6 @@ from napkin.request import check_bounds
 from napkin.units import format as fmt
 
 MFU_IMPLAUSIBLE = 0.60  # above what large dense training runs sustain (Llama 3 405B: 38-43%; PaLM: 46%)
-ATTENTION_WARN = 0.05  # warn when 6N leaves out an attention term this large
 
 
 def parse_goodput(raw: Any) -> float | str | None:
@@ -46,7 +47,8 @@ def resolve_gpu(r: Report, req: Any) -> Accelerator | None:
     if req.peak is not None:
         return None
     g = catalog.gpu(catalog.default_value("default_gpu"))
-    assume_default(r, "gpu", "default_gpu", note=f"no --gpu given: the seeds' {g.name}")
+    assume_default(r, "gpu", "default_gpu",
+                   note=f"no --gpu given: the {g.name}, the accelerator most published training runs report")
     return g
 
 
@@ -57,9 +59,9 @@ def resolve_price(r: Report, price: float | None, g: Accelerator | None) -> tupl
         return price, "given"
     if g is None:
         illustrative = assume_default(r, "price", "illustrative_usd_per_gpu_hour", basis="reference")
-        r.warn("illustrative-price", f"no --price: using seed 001's illustrative {fmt(illustrative, 'usd_per_hour')} "
+        r.warn("illustrative-price", f"no --price: using an illustrative {fmt(illustrative, 'usd_per_hour')} "
                                      "per GPU-hour; give --price with your loaded rate")
-        return illustrative, "illustrative seed figure"
+        return illustrative, "illustrative figure"
     ref = catalog.gpu_hour_price(g.key)
     if ref is None:
         raise InputError("price", "nothing", f"is required: the catalog has no reference price for the {g.name}",
@@ -70,50 +72,22 @@ def resolve_price(r: Report, price: float | None, g: Accelerator | None) -> tupl
     r.warn("list-price", f"no --price: using the {g.name}'s reference list price {fmt(value, 'usd_per_hour')} "
                          f"({when}); a loaded GPU-hour adds power, networking, storage and support "
                          f"(`napkin gpu-hour`)")
+    warn_if_stale_price(r, ref, f"the {g.name}")
     return value, f"reference list price, {when}"
 
 
-def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention: str,
-                            seq_len: float | None) -> tuple[float, float]:
-    """(flops_per_token, attention part) under the stated convention; recorded in the report."""
-    r.set("flops_convention", convention)
-    attn = 0.0
-    if convention != "6N":
-        if m is None:
-            raise InputError("flops_convention", convention, "needs the model's layers and attention width",
-                             "give --model NAME, or use --flops-convention 6N")
-        if seq_len is None:
-            raise InputError("seq_len", "nothing", f"is required with --flops-convention {convention}",
-                             "give --seq-len 8192")
-        factor = 6 if convention == "causal" else 12
-        d_attn = m.n_heads * m.head_dim
-        attn = r.step("attention_flops_per_token", f"{factor} · L · d_attn · T  ({convention})",
-                      value=flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len,
-                                                            convention=convention),
-                      unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"),
-                      cites=flops.attention_flops_per_token)
-        fpt = r.step("flops_per_token", "6 · N + attention",
-                     value=flops.train_flops_per_token(n, attention_flops=attn), unit="flops", N=(n, "count"),
-                     attention=(attn, "flops"), cites=flops.train_flops_per_token)
-        return fpt, attn
-    fpt = r.step("flops_per_token", "6 · N  (no attention term)", value=flops.train_flops_per_token(n),
-                 unit="flops", N=(n, "count"), cites=flops.train_flops_per_token)
-    if seq_len is not None:
-        if m is None:
-            r.note("seq_len is unused under the 6N convention without --model")
-        else:
-            extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
-                                                    convention="causal")
-            if extra / fpt >= ATTENTION_WARN:
-                r.warn("attention-ignored",
-                       f"6N leaves out attention: at seq_len {fmt(seq_len, 'count')} the causal term adds "
-                       f"{extra / fpt:.0%} to flops_per_token (use --flops-convention causal)")
-    return fpt, attn
-
-
-def resolve_tokens(r: Report, req: Any, m: ModelSpec | None) -> tuple[float, float | None]:
-    """(advanced tokens, unique tokens or None) from --tokens, --unique-tokens and --epochs."""
+def resolve_tokens(r: Report, req: Any, m: ModelSpec | None, fpt: float = 0.0) -> tuple[float, float | None]:
+    """(advanced tokens, unique tokens or None) from --tokens, --unique-tokens and --epochs, or a --flops
+    budget read at ``fpt`` FLOPs per token."""
     d, u, e = req.tokens, req.unique_tokens, req.epochs
+    budget = getattr(req, "flops", None)
+    if budget is not None:
+        if d is not None or u is not None:
+            raise InputError("flops", fmt(budget, "flops"), "and --tokens both fix the run's size",
+                             "give two of --flops, --params and --tokens")
+        d = r.step("advanced_tokens", "C / flops_per_token  (the budget read as tokens)", value=budget / fpt,
+                   unit="count", C=(budget, "flops"), flops_per_token=(fpt, "flops"))
+        return d, None
     if d is not None:
         if u is not None and e is not None:
             if abs(u * e - d) > 1e-9 * d:
@@ -149,16 +123,26 @@ def resolve_tokens(r: Report, req: Any, m: ModelSpec | None) -> tuple[float, flo
     return d, u
 
 
-def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> float:
-    """MFU: given, measured (a calibration file, counted the way this plan counts FLOPs), or the default."""
+def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None, m: ModelSpec | None = None) -> float:
+    """MFU: given (read under this plan's FLOPs convention when it was measured under another),
+    measured (a calibration file, counted the way this plan counts FLOPs), planned (``auto``:
+    `napkin plan train`'s best layout), or the default."""
+    if req.mfu == "auto":
+        from napkin.calculators.train.auto_mfu import planned_mfu
+
+        return planned_mfu(r, req, g, m)
     if req.mfu is not None:
-        r.assume("mfu", req.mfu, "as given", unit="fraction", basis="given")
+        plan = getattr(req, "flops_convention", "6N")
+        measured = getattr(req, "mfu_convention", None) or plan
+        r.assume("mfu", req.mfu, "as given" + (f", measured under the {measured} convention" if measured != plan
+                                               else ""), unit="fraction", basis="given")
+        warn_if_activity_counter(r, req.mfu, getattr(req, "precision", "bf16"))
         if req.calibration:
             from napkin import calibration
 
             calibration.load(req.calibration)  # still read: a missing or broken file is an error, not ignored
             r.note("--mfu given: it overrides the calibration's training MFU")
-        mfu = req.mfu
+        mfu = convert_mfu(r, req.mfu, measured=measured, plan=plan, m=m, n=n, seq_len=getattr(req, "seq_len", None))
     elif req.calibration:
         from napkin import calibration
 
@@ -172,12 +156,15 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None) -> 
         for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None)):
             r.warn(code, message)
         size = getattr(cal, "training_mfu_params", None)
-        if size and abs(size - n) / n > 0.5:
+        if size and n and abs(size - n) / n > 0.5:
             r.warn("mfu-model-size", f"the calibration's MFU was measured on a {fmt(size, 'count')}-parameter model; "
                                      f"MFU changes with model size, so measure on one near {fmt(n, 'count')}")
     else:
         mfu = assume_default(r, "mfu", "training_mfu")
-    if mfu > MFU_IMPLAUSIBLE:
+    if getattr(req, "mfu_convention", None) and req.mfu is None:
+        raise InputError("mfu_convention", req.mfu_convention, "says how a given --mfu was measured, and none was "
+                         "given", "give --mfu with it, or drop --mfu-convention")
+    if mfu > MFU_IMPLAUSIBLE and not (req.mfu is not None and req.mfu > MFU_COUNTER_ABOVE):
         r.warn("mfu-high", f"MFU {mfu:.0%} is above what dense training runs sustain (35-50% is good); check it is "
                            f"MFU (model FLOPs) and not HFU, against the dense peak")
     return mfu

@@ -31,6 +31,8 @@ class TrainReport(Report):
                 out.append((k, ", ".join(f"{n}: {fmt(x, kind)}" for n, x in v.items())))
             elif k == "energy_kwh" and isinstance(v, (int, float)):
                 out.append((k, fmt(v * KWH_J, "joules")))
+            elif k == "energy_household_years" and isinstance(v, (int, float)) and v >= 100:
+                out.append((k, f"{v:,.0f}"))  # 1,936 household-years, not 1.936k
             elif isinstance(v, dict):
                 out.append((k, ", ".join(f"{n}: {fmt_auto(x, None)}" for n, x in v.items())))
             else:

@@ -19,6 +19,8 @@ DEFAULT_MAX_GPUS = 100_000  # the largest cluster a --deadline may ask for unles
 class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str | None, field("name", "catalog model or path to a config.json (instead of --params)")] = None
     params: Annotated[float | None, field("count", "parameters N (active parameters for MoE FLOPs)", gt=0)] = None
+    flops: Annotated[float | None, field("flops", "a compute budget in FLOPs: its time, GPU-hours and cost (with "
+                                                  "--params, read as tokens D = C / 6N)", gt=0)] = None
     tokens: Annotated[float | None, field("count", "advanced tokens D of the final run (the planning denominator)",
                                           gt=0)] = None
     unique_tokens: Annotated[float | None, field("count", "distinct tokens of data (the data-cost denominator)",
@@ -30,16 +32,21 @@ class TrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     gpus: Annotated[int | None, field("int", "GPUs in the job (gives the wall time)", gt=0)] = None
     deadline: Annotated[float | None, field("seconds", "calendar time allowed (gives the GPUs needed)", gt=0)] = None
     max_gpus: Annotated[int, field("int", "largest cluster a --deadline may ask for", gt=0)] = DEFAULT_MAX_GPUS
-    mfu: Annotated[float | None, field("fraction", f"model FLOPs utilisation (default "
-                                                  f"{catalog.default_value('training_mfu'):.2f}, assumed)")] = None
+    mfu: Annotated[float | str | None, field("fraction", f"model FLOPs utilisation (default "
+                                                        f"{catalog.default_value('training_mfu'):.0%}, assumed), or "
+                                                        "'auto': the best layout `napkin plan train` finds for "
+                                                        "--model on --gpus", words=("auto",))] = None
     goodput: Annotated[str | None, field("text", "fraction of paid time making progress (default "
-                                                 f"{catalog.default_value('training_goodput'):.2f}, assumed), "
+                                                 f"{catalog.default_value('training_goodput'):.0%}, assumed), "
                                                  "or 'auto' from an interruption rate (--mtbf-per-gpu, --cluster-mtbf "
                                                  "or --interruptions/--period), --checkpoint-time and "
                                                  "--restart-time, as `napkin goodput` takes them")] = None
     flops_convention: Annotated[str, field("choice", "FLOPs per token: 6N, or with the attention term",
                                            choices=flops.CONVENTIONS)] = "6N"
     seq_len: Annotated[float | None, field("count", "sequence length (for causal/full FLOPs)", gt=0)] = None
+    mfu_convention: Annotated[str | None, field("choice", "the FLOPs convention --mfu was measured under, when it "
+                                                          "is not this plan's --flops-convention (it is converted)",
+                                                choices=flops.CONVENTIONS)] = None
     price: Annotated[float | None, field("usd_per_hour", "loaded $/GPU-hour (default: the catalog's dated "
                                                         "reference list price)", gt=0)] = None
     overhead: Annotated[dict[str, float], field("number", "overheads as multipliers on the final run's compute",

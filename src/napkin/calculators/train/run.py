@@ -1,6 +1,6 @@
 """`napkin train`, step by step: FLOPs, throughput, GPU-hours, the cluster, cost, energy and training state.
 
-The arithmetic (:mod:`napkin.formulas.training`, seeds 000, 001 and 002)::
+The arithmetic (:mod:`napkin.formulas.training`; Kaplan et al. 2020 for 6ND, Chowdhery et al. 2022 for MFU)::
 
     tokens_per_gpu_s = peak · MFU · goodput / flops_per_token
     gpu_hours        = D / tokens_per_gpu_s / 3600
@@ -15,6 +15,7 @@ from typing import Any
 from napkin.calculators.resolve import given_or_default, model_or_none, peak_of, resolve_params
 from napkin.calculators.train.auto_goodput import resolve_goodput
 from napkin.calculators.train.cluster import size_cluster
+from napkin.calculators.train.energy import energy, thresholds
 from napkin.calculators.train.inputs import (parse_goodput, resolve_flops_per_token, resolve_gpu, resolve_mfu,
                                              resolve_price, resolve_tokens)
 from napkin.calculators.train.plans import label_stale, thaw_defaults
@@ -40,6 +41,12 @@ def run_train(req: TrainRequest) -> TrainReport:
 def run_one(req: TrainRequest) -> TrainReport:
     """One training plan: every input resolved and recorded, then the steps from FLOPs to cost."""
     req, stale = thaw_defaults(req)
+    if req.flops is not None and req.model is None and req.params is None:
+        from napkin.calculators.train.budget import run_budget
+
+        r = run_budget(req)
+        label_stale(r, stale)
+        return r
     m = model_or_none(req.model)
     r = TrainReport("Training cost", command="train")
     if m is not None:
@@ -53,16 +60,19 @@ def run_one(req: TrainRequest) -> TrainReport:
     n = resolve_params(r, m, req.params, active=True)
     n_total = req.params if req.params is not None else m.params  # type: ignore[union-attr]
     fpt, attn = resolve_flops_per_token(r, m, n, req.flops_convention, req.seq_len)
-    d, u = resolve_tokens(r, req, m)
-    r.step("train_flops", "flops_per_token · D", value=fpt * d, unit="flops", flops_per_token=(fpt, "flops"),
-           D=(d, "count"))
+    d, u = resolve_tokens(r, req, m, fpt)
+    if req.flops is None:
+        r.step("train_flops", "flops_per_token · D", value=fpt * d, unit="flops", flops_per_token=(fpt, "flops"),
+               D=(d, "count"))
+    else:
+        r.set("train_flops", req.flops, "flops")
 
     if g is not None:
         r.set("gpu", g.key)
     r.set("precision", req.precision)
     peak = peak_of(r, g, req.precision, req.peak)
     r.set("dense_flops_per_s", peak, "flops_per_s")
-    mfu = resolve_mfu(r, req, n, g)
+    mfu = resolve_mfu(r, req, n, g, m)
     r.set("mfu", mfu, "fraction")
     goodput = resolve_goodput(r, req, goodput_in, d=d, peak=peak, mfu=mfu, fpt=fpt)
     r.set("goodput", goodput, "fraction")
@@ -74,13 +84,14 @@ def run_one(req: TrainRequest) -> TrainReport:
     hours = r.step("gpu_hours", "D / tokens_per_gpu_s / 3600  (allocated GPU-hours of the final run)",
                    value=T.gpu_hours(d, tokens_per_gpu_s=tps), unit="count", D=(d, "count"),
                    tokens_per_gpu_s=(tps, "per_s"), cites=T.gpu_hours)
-    n_used = size_cluster(r, req, d, tps)
+    n_used = size_cluster(r, req, d, tps, g)
 
     price, basis = resolve_price(r, req.price, g)
     r.set("price", price, "usd_per_hour")
     r.set("price_basis", basis)
     marginal, data = _cost(r, req, hours=hours, price=price, d=d, u=u)
-    _energy(r, req, g, hours)
+    energy(r, req, g, hours, n_used)
+    thresholds(r, fpt * d)
     _training_state(r, req, g, n_total, n_used)
 
     r.title = _title(m, n_total, d, g, req.precision, peak)
@@ -104,7 +115,7 @@ def _cost(r: TrainReport, req: TrainRequest, *, hours: float, price: float, d: f
                unit="number", **{k: v for k, v in req.overhead.items()})
     else:
         r.note("no --overhead given: loaded equals marginal plus fixed spend; experiments, lost work, evaluation "
-               "and idle capacity typically more than double it (seed 001)")
+               "and idle capacity typically more than double it (give them as --overhead NAME=multiplier)")
     data = req.data_usd or 0.0
     if req.fixed_usd:
         r.set("fixed_usd", req.fixed_usd, "usd")
@@ -150,19 +161,6 @@ def _per_million(r: TrainReport, req: TrainRequest, *, marginal: float, loaded: 
     if data:
         breakdown["data"] = data
     r.set("cost_breakdown_usd", breakdown)
-
-
-def _energy(r: TrainReport, req: TrainRequest, g: Accelerator | None, hours: float) -> None:
-    """Energy of the final run with the GPUs at TDP, times PUE (1.0 unless given: the boards alone)."""
-    if g is None or not g.tdp_watts:
-        r.note("energy needs a catalog --gpu (its TDP)")
-        return
-    pue = given_or_default(r, "pue", req.pue, "energy_pue", given_note="as given")
-    r.step("energy_kwh", "gpu_hours · TDP · PUE / 1000  (kWh)",
-           value=en.gpu_energy_kwh(hours, tdp_watts=g.tdp_watts, pue=pue), unit=None, gpu_hours=(hours, "count"),
-           TDP=(g.tdp_watts, "watts"), PUE=pue, cites=en.gpu_energy_kwh)
-    r.note("energy counts the GPUs at TDP (an upper bound on board power) times PUE; host CPUs, network and "
-           "storage are not in it")
 
 
 def _training_state(r: TrainReport, req: TrainRequest, g: Accelerator | None, n_total: float,

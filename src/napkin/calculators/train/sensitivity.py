@@ -49,6 +49,9 @@ _SENSITIVE = {
 }
 
 
+ROUNDING = 1e-12  # a swing below this fraction of the base is float rounding, shown as $0/M
+
+
 def sensitivity(x: Inputs, *, seq_len: float | None = None, step: float = SENSITIVITY_STEP) -> list[dict]:
     """Each input moved by ±step (fractions capped at 1), ranked by the swing in loaded $/M.
 
@@ -81,6 +84,8 @@ def sensitivity(x: Inputs, *, seq_len: float | None = None, step: float = SENSIT
             else:
                 moved = replace(x, **{attr: v})
             out.append(moved.loaded_usd_per_million())
+        if abs(out[1] - out[0]) <= ROUNDING * abs(base):  # an input $/M does not depend on: no swing, not 5e-17
+            out = [base, base]
         rows.append({"input": name, "unit": kind, "base_value": value, "low_value": lo, "high_value": hi,
                      "low_usd_per_million": out[0], "high_usd_per_million": out[1],
                      "swing_usd_per_million": abs(out[1] - out[0]), "base_usd_per_million": base})

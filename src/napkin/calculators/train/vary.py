@@ -17,7 +17,7 @@ from napkin.errors import InputError
 from napkin.plan_files import ALTERNATIVES
 
 MAX_VARY_ROWS = 1000
-ROW_KEYS = ("goodput", "tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "marginal_usd",
+ROW_KEYS = ("goodput", "tokens_per_gpu_s", "gpu_hours", "gpus", "gpus_needed", "wall_s", "price", "marginal_usd",
             "loaded_usd", "usd_per_million_tokens")
 
 
@@ -156,8 +156,12 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
         cols.append(("gpus_needed", "GPUs needed", "count"))
     if any("wall_s" in r for r in rows):
         cols.append(("wall_s", "wall", "seconds"))
+    if "price" not in names and ("gpu" in names or len({r["price"] for r in rows if "price" in r}) > 1):
+        cols.append(("price", "$/GPU-h", "usd_per_hour"))
     cols += [("marginal_usd", "marginal", "usd"), ("loaded_usd", "loaded", "usd")]
-    head = names + [c[1] for c in cols] + ["$/M marginal", "$/M loaded"]
+    cols = [c for c in cols if any(c[0] in r for r in rows)]  # a FLOP budget alone has no tokens per GPU-s
+    per_million = any("usd_per_million_tokens" in r for r in rows)  # ... and no $/M
+    head = names + [c[1] for c in cols] + (["$/M marginal", "$/M loaded"] if per_million else [])
     table = [head]
     for r, labels in zip(rows, itertools.product(*[vals for _, vals in axes])):
         cells = list(labels)  # as typed: 30%, 3/h
@@ -165,14 +169,38 @@ def vary_text(title: str, axes: list[tuple[str, list[str]]], rows: list[dict]) -
             cells += ["infeasible"] + ["-"] * (len(head) - len(names) - 1)
         else:
             cells += [fmt(r[k], kind) if k in r else "-" for k, _, kind in cols]
-            per_m = r["usd_per_million_tokens"]
-            cells += [fmt(per_m["marginal"], "usd_per_million"), fmt(per_m["loaded"], "usd_per_million")]
+            if per_million:
+                per_m = r["usd_per_million_tokens"]
+                cells += [fmt(per_m["marginal"], "usd_per_million"), fmt(per_m["loaded"], "usd_per_million")]
         table.append(cells)
     widths = [max(len(t[i]) for t in table) for i in range(len(head))]
     lines = [f"{title}, as {' and '.join(names)} {'vary' if len(names) > 1 else 'varies'}"]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip() for t in table]
     lines += [f"note: {r['infeasible']}" for r in rows if "infeasible" in r]
     return "\n".join(lines)
+
+
+def price_per_part(report: Any, req: Any, names: list[str]) -> None:
+    """Parts varied: each at its own dated catalog price (the $/GPU-h column), each price's age
+    checked; or all at one --price, which a ranking of parts should not be (a warning)."""
+    if "gpu" not in names or "price" in names:
+        return
+    from napkin import catalog
+    from napkin.calculators.resolve import warn_if_stale_prices
+    from napkin.units import format as fmt
+
+    if req.price is not None:
+        report.warn("one-price-for-all", f"--price {fmt(req.price, 'usd_per_hour')} is applied to every part: the "
+                                         "parts rent at different prices; drop --price to use each one's catalog "
+                                         "price, or vary price with gpu")
+        return
+    parts = [catalog.gpu(v) for v in dict(parse_vary(specs_of(req.vary)))["gpu"]]
+    report.warnings = [w for w in report.warnings if w.code not in ("list-price", "stale-price")]
+    report.assumptions = [a for a in report.assumptions if a.name != "price"]
+    report.warn("list-price", "no --price: each part at its catalog reference list price (the $/GPU-h column); a "
+                              "loaded GPU-hour adds power, networking, storage and support (`napkin gpu-hour`)")
+    warn_if_stale_prices(report, [(catalog.gpu_hour_price(g.key), f"the {g.name}") for g in parts
+                                  if catalog.gpu_hour_price(g.key) is not None])
 
 
 def run_vary(req: Any) -> Any:
@@ -188,6 +216,7 @@ def run_vary(req: Any) -> Any:
         raise InputError("vary", " ".join(specs), "cannot be combined with --sensitivity",
                          "give --vary for the answer at each value, or --sensitivity for the tornado")
     rows = vary_rows(to_raw(req), axes)
+    price_per_part(report, req, [n for n, _ in axes])
     report.set("vary", {"inputs": [n for n, _ in axes], "rows": rows})
     report.vary_axes = axes
     return report

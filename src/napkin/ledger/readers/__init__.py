@@ -7,7 +7,7 @@ Every reader returns a :class:`LogRead`: a polars DataFrame with those four colu
 and whatever else the log carried (loss, learning rate, ...), plus the lines it skipped
 and why. Nothing is dropped silently: a malformed line is skipped, counted and named.
 
-Formats: ``csv``, ``jsonl``, ``parquet`` (generic, columns named as in seed 001, or
+Formats: ``csv``, ``jsonl``, ``parquet`` (generic, columns named step, t_wall, gpus_allocated, tokens_per_step, or
 ``--map col=field``), ``hf`` (trainer_state.json), ``lightning`` (CSVLogger
 metrics.csv), ``megatron`` and ``torchtitan`` (stdout lines), ``tensorboard``
 (event files; optional extra). ``auto`` sniffs and says what it chose.

@@ -15,6 +15,15 @@ from napkin.ledger import limits
 from napkin.ledger.readers import EPOCH_MIN_S, EPOCH_MS_MIN, FIELDS, LogRead, ReadOptions
 from napkin.ledger.readers.columns import Names, rename  # noqa: F401  (readers import rename from here)
 
+def is_text(key: str) -> bool:
+    """A JSON key that is text (JSON may escape a lone surrogate, which is not)."""
+    try:
+        key.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 FIX = {
     "step": "map a column with --map NAME=step",
     "t_wall": "map a column of seconds or ISO timestamps with --map NAME=t_wall",

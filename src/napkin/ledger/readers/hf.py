@@ -15,7 +15,7 @@ from typing import Any
 
 from napkin.errors import InputError, quote
 from napkin.ledger.readers import LogRead, ReadOptions, Source, Unparseable
-from napkin.ledger.readers.common import finish, interpolate_time, rename, time_to_seconds
+from napkin.ledger.readers.common import finish, interpolate_time, is_text, rename, time_to_seconds
 from napkin.units import MEBI
 
 MAX_BYTES = int(256 * MEBI)  # a trainer_state.json of a million log entries is about 200 MB
@@ -72,7 +72,7 @@ def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
         if any(k.startswith("eval_") for k in entry):
             continue  # evaluation entries are not training steps
         rows.append({k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                     and _text(k)})
+                     and is_text(k)})
         lines.append(i)
     if not rows:
         raise InputError("log", label, "has no training entries in log_history", "log with logging_steps > 0")
@@ -100,15 +100,6 @@ def read(src: Source, opts: ReadOptions, label: str) -> LogRead:
         raise InputError("tokens", label, "is not in trainer_state.json",
                          "give --tokens-per-step T (global batch × sequence length)")
     return finish(df, opts, out)
-
-
-def _text(key: str) -> bool:
-    """A key that is text (JSON may escape a lone surrogate, which is not)."""
-    try:
-        key.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 def _num(v: Any) -> float | None:

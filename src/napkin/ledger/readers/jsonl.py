@@ -11,7 +11,7 @@ from typing import Any
 
 from napkin.errors import InputError
 from napkin.ledger.readers import LogRead, ReadOptions, Source
-from napkin.ledger.readers.common import Pieces, done, finish, rename, time_to_seconds
+from napkin.ledger.readers.common import Pieces, done, finish, is_text, rename, time_to_seconds
 from napkin.ledger.readers.csv import NOT_UTF8, TOO_LONG, extras_numeric
 from napkin.ledger.readers.lines import LONG, bad_utf8_lines
 
@@ -69,7 +69,7 @@ def frame(data: bytes, line0: int, label: str, *, first: bool = True) -> tuple[A
         except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply to be a log line
             continue
         if isinstance(obj, dict):
-            keys += [k for k in obj if k not in keys and _text(k)]
+            keys += [k for k in obj if k not in keys and is_text(k)]
     if not keys and first:
         raise InputError("log", label, "has no line that is a JSON object", "give one JSON object per line")
     cols = []
@@ -88,15 +88,6 @@ def frame(data: bytes, line0: int, label: str, *, first: bool = True) -> tuple[A
         none = none | pl.col("_bad_text")
     df = df.with_columns(pl.when(none).then(why).otherwise(None).alias("_malformed"))
     return df.drop([c for c in ("raw", "_bad_text") if c in df.columns]), n_lines
-
-
-def _text(key: str) -> bool:
-    """A key that is text (JSON may escape a lone surrogate, which is not)."""
-    try:
-        key.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 NONFINITE_RX = r"[:\[,]\s*-?(?:NaN|Infinity)\s*[,\]}]"  # a bare NaN or Infinity value (Python's json.dumps)

@@ -1,4 +1,4 @@
-"""Parquet step logs: columns named as in seed 001, their aliases, or ``--map col=field``.
+"""Parquet step logs: columns named step, t_wall, gpus_allocated, tokens_per_step, their aliases, or ``--map col=field``.
 
 Rows are numbered from 1; a row missing a field is skipped and counted. (CSV and JSON
 Lines, read a piece at a time, are :mod:`napkin.ledger.readers.csv` and ``jsonl``.)

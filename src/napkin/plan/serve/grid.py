@@ -61,6 +61,7 @@ def _hardware(req: PlanServeRequest, r: Report) -> list[dict]:
                 r.assume(f"price[{g.key}]", price, f"catalog list price of {listed.date}: pass --price "
                                                    f"{g.key}=X for yours", unit="usd_per_hour", basis="reference",
                          source=listed.source)
+                resolve.warn_if_stale_price(r, listed, f"the {g.name}")
             else:
                 r.note(f"no price for the {g.name}: its configurations are listed by throughput but not ranked by cost")
         for p in req.precision:

@@ -1,0 +1,88 @@
+"""The node as the operator model sees it: the fractions of its peaks the kernels reach, the link its
+all-reduces cross, and the replica (one tensor-parallel group of every GPU the journey runs on) whose
+steps `napkin serve` times the same way: a sum of operators, each on its own roofline.
+
+Shared with serve through :mod:`napkin.calculators.replica` (the journey never imports serve).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from napkin.calculators import replica as rep
+from napkin.calculators import resolve
+from napkin.derivation import Report
+from napkin.formulas import operators as op
+from napkin.formulas import scheduling as sch
+from napkin.formulas import serving as sv
+from napkin.units import format as fmt
+
+from .walk import Trip
+
+
+def total(ops: dict[str, op.OperatorTime]) -> float:
+    return float(op.total_seconds(ops))
+
+
+def tp_link(r: Report, t: Trip) -> float:
+    """One direction of the link a TP group's all-reduces cross: the scale-up link, or the scale-out NIC
+    once the group is larger than the scale-up domain (inf on one GPU)."""
+    g, n = t.g, t.n_gpus
+    if n == 1:
+        return math.inf
+    link = g.link_bytes_per_s_per_direction
+    if link is not None and n <= g.scale_up_domain:
+        return link
+    scale_out = resolve.assume_default(r, "scale_out_bandwidth", "scale_out_bytes_per_s_per_gpu", unit="bytes_per_s")
+    if link is None:
+        r.note(f"the catalog has no scale-up link for the {g.name}: its all-reduces cross the scale-out network "
+               f"at {fmt(scale_out, 'bytes_per_s')} per GPU")
+        return scale_out
+    slow = float(sv.tp_link_bytes_per_s(n, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
+                                        scale_out_bytes_per_s_per_gpu=scale_out))
+    r.note(f"{n} GPUs span {math.ceil(n / g.scale_up_domain)} scale-up domains of {g.scale_up_domain}: the "
+           f"all-reduces of one tensor-parallel group over all of them run at the scale-out network's "
+           f"{fmt(slow, 'bytes_per_s')} per GPU, not {g.link_name or 'the link'}'s {fmt(link, 'bytes_per_s')}")
+    return slow
+
+
+def build(r: Report, t: Trip, compute_precision: str) -> None:
+    """Resolve the kernels' efficiencies (recorded with their sources) and the replica on t.n_gpus GPUs."""
+    req, m, g = t.req, t.m, t.g
+    e = rep.efficiencies(g, compute_precision, given=rep.Given(bandwidth=req.bandwidth_fraction), r=r)
+    r.set("gemm_efficiency", e.gemm, "fraction")
+    r.set("bandwidth_efficiency", e.bandwidth, "fraction")
+    t.replica = rep.replica(m, g, tp=t.n_gpus, bytes_per_weight=t.bytes_per_param,
+                            kv_bytes_per_value=t.kv_bytes_per_value, e=e, compute_precision=compute_precision,
+                            link_bytes_per_s_per_direction=tp_link(r, t))
+    if req.params is not None and req.params != m.params:
+        r.note(f"the operator model times {m.name}'s layers as the architecture has them "
+               f"({fmt(m.params, 'count')} parameters); --params sets the meter and the napkin rules")
+
+
+@dataclass(frozen=True)
+class Steady:
+    """Continuous batching at ``batch`` sequences in flight, in the steady state."""
+
+    decode_seqs: float  # sequences decoding in a step (the batch, unless the step's token budget binds)
+    prompt_tokens: float  # prompt tokens a step that carries any holds
+    prompt_share: float  # the share of steps that carry prompt tokens
+    decode_ops: dict[str, op.OperatorTime]  # a decode step of decode_seqs sequences, no prompts
+    mixed_ops: dict[str, op.OperatorTime]  # a step with decode_seqs decode tokens and the prompt tokens
+    cycle_s: float  # the mean step each decoding sequence waits per token
+
+
+def steady_state(t: Trip, batch: float, chunk: float) -> Steady:
+    """As `napkin serve --scheduling continuous` runs it: each finished sequence is replaced by a new request
+    whose prompt rides whole in a step when the budget leaves room (prompt_steps); a share of the steps carry
+    a prompt, the rest decode only."""
+    P, O, rp = t.prompt_tokens, t.req.output_tokens, t.replica
+    bd = float(sch.decode_sequences(batch, prompt_tokens=P, output_tokens=O, chunk_tokens=chunk))
+    p = sch.prefill_tokens_per_step(bd, prompt_tokens=P, output_tokens=O)
+    c, q = (float(v) for v in sch.prompt_steps(p, new_tokens=P, room=chunk - bd))
+    dec = rp.operators(bd, kv_tokens=bd * t.held_avg, logits=bd)
+    mixed = rp.operators(bd + c, kv_tokens=bd * t.held_avg, prefill_pairs=c / P * t.prefill_pairs, logits=bd + c / P)
+    cycle = float(sch.continuous_step_seconds(total(mixed), decode_step_s=total(dec), prefill_request_s=0.0,
+                                              decode_seqs=bd, output_tokens=O, prompt_share=q))
+    return Steady(bd, c, q, dec, mixed, cycle)
