@@ -398,7 +398,8 @@ def read_toml(path: str, field: str, *, what: str = "a plan file", fix: str | No
 
 def read_config(path: str) -> dict[str, Any]:
     """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
-    data = read_toml(path, "config", missing_fix="give the path of a .toml file")
+    data = read_toml(path, "config", missing_fix="give the path of a .toml file",
+                     fix="give a plan file written by --save (TOML of field = value)")
     if "request" in data and isinstance(data["request"], dict):
         data = data["request"]
     return data

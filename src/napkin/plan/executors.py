@@ -90,7 +90,7 @@ def check_address(address: str) -> str:
     m = _ADDRESS.fullmatch(address.strip())
     if not m or (m.group("scheme") or "tcp") not in SCHEMES or not 0 < int(m.group("port")) < 65536:
         raise InputError("scheduler", address, "is not a dask scheduler address",
-                         f"write scheme://host:port, e.g. tcp://10.0.0.5:8786 (schemes: {', '.join(SCHEMES)})")
+                         f"write scheme://host:port, e.g. tcp://10.0.0.5:8786; schemes: {', '.join(SCHEMES)}")
     return address.strip()
 
 
