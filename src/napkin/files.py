@@ -101,6 +101,14 @@ def write_file(path: str | os.PathLike, field: str, data: bytes | str, *, append
     Never blocks: a FIFO, a device or a folder at ``path`` is refused before it is opened, and the open
     does not wait for a reader. Every OS error is one InputError naming the field and the path.
     """
+    check_writable(path, field)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    _write_fd(path, field, data, flags)
+
+
+def check_writable(path: str | os.PathLike, field: str) -> None:
+    """InputError unless ``path`` is a regular file or a new name in a folder that exists (nothing is written):
+    a command writing several files checks them all first, so none is written when one would fail."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -116,7 +124,9 @@ def write_file(path: str | os.PathLike, field: str, data: bytes | str, *, append
         if not stat.S_ISREG(st.st_mode):
             raise InputError(field, os.fspath(path), f"is {_kind(st.st_mode)}, not a regular file",
                              "give the path of a file to write")
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+
+
+def _write_fd(path: str | os.PathLike, field: str, data: bytes | str, flags: int) -> None:
     try:
         fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as exc:

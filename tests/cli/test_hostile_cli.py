@@ -140,3 +140,58 @@ def test_a_dask_scheduler_that_does_not_answer_is_one_line(address, message):
                         "--ttft", "2s", "--rate", "5/s", "--executor", "dask", "--scheduler", address],
                        capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (1, "", f"error: {message}\n")
+
+
+# ------------------------------------------------------------------ what the CLI fuzz found (tests/fuzz/test_cli_fuzz.py)
+def test_compare_with_no_gpu_is_one_line(run_cli):
+    """Fuzz: `napkin compare --gpu ''` was an internal error (IndexError at the baseline)."""
+    r = run_cli("compare", "--gpu", "", "--tokens", "1e+30", code=1)
+    assert r.stderr == "error: gpu must name at least one accelerator; got an empty list (e.g. --gpu h100-sxm,b200)\n"
+
+
+@pytest.mark.parametrize("command", [["card"], ["journey"]])
+def test_no_page_is_written_when_another_cannot_be(tmp_path, run_cli, command):
+    """Fuzz: `card --html ok.html --markdown FOLDER` wrote the page, then failed: two lines on stderr, exit 1.
+    Every path is checked first: one line, nothing written."""
+    (tmp_path / "sub").mkdir()
+    r = run_cli(*command, "--html", str(tmp_path / "ok.html"), "--markdown", str(tmp_path / "sub"), code=1)
+    assert r.stderr == (f"error: markdown is a folder, not a regular file; got {tmp_path / 'sub'} (give the path of "
+                        "a file to write)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+def test_journey_quotes_the_prompt_it_echoes(run_cli):
+    """Fuzz: a prompt's DEL and line separators reached the terminal in `prompt: "..."`."""
+    r = run_cli("journey", "--prompt", "a\x7fb\x1b[2Jc")
+    assert r.stdout.split("\n")[1] == 'prompt: "a\\x7fb\\x1b[2Jc"'
+
+
+def test_plan_serve_quotes_the_chart_path_it_names(tmp_path, run_cli):
+    """Fuzz: `wrote pareto chart to PATH` printed a newline in the path raw (a forged second line)."""
+    path = tmp_path / "a\nerror: x.svg"
+    r = run_cli("plan", "serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--tpot", "50ms", "--ttft", "2s",
+                "--rate", "5/s", "--batch", "8", "--chart", str(path))
+    assert r.stderr == f"wrote pareto chart to {tmp_path}/a\\nerror: x.svg\n" and path.exists()
+
+
+def test_a_local_dask_cluster_warns_of_no_port(recwarn):
+    """Fuzz: a local dask cluster took the dashboard's port 8787 and, when another process held it, warned
+    "Port 8787 is already in use" on stderr. It takes a free port now, and warns of nothing."""
+    import socket
+    import warnings
+
+    from napkin.plan.executors import DaskExecutor
+
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 8787))  # hold the port where it is free, as another cluster would
+    except OSError:
+        pass  # something else holds it already: the same case
+    warnings.simplefilter("always")
+    try:
+        ex = DaskExecutor()
+        assert ex.gather([ex.submit(pow, 2, 10)]) == [1024]
+        ex.close()
+    finally:
+        holder.close()
+    assert [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)] == []

@@ -58,8 +58,11 @@ class DaskExecutor:
         if address:
             self.client = connect(Client, address)
         else:
+            # no dashboard; the scheduler's own HTTP server (health, metrics) on a free port, not 8787: taking 8787
+            # when another cluster holds it printed a warning ("Port 8787 is already in use")
             self.cluster = LocalCluster(processes=False, n_workers=workers or 1, threads_per_worker=1,
-                                        dashboard_address=None)
+                                        dashboard_address=None,
+                                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
             self.client = Client(self.cluster)
 
     def submit(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
