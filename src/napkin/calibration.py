@@ -167,7 +167,7 @@ _TABLES = ("versions", "peak_flops_per_s", "matmul_fraction_of_peak", "training_
 
 def load(path: str | Path) -> Calibration:
     """Read a calibration file; InputError naming the field on any problem."""
-    from napkin.request import read_toml
+    from napkin.files import read_toml
 
     data = read_toml(str(path), "calibration", what="a calibration", fix="write the file with `napkin measure --save`",
                      missing_fix="write one with `napkin measure --save calibration.toml`")

@@ -19,7 +19,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from napkin.errors import InputError
 
@@ -142,3 +142,34 @@ def _write_fd(path: str | os.PathLike, field: str, data: bytes | str, flags: int
         raise os_error(field, path, exc) from None
     finally:
         os.close(fd)
+
+
+# A plan file napkin writes holds a few hundred bytes; one of a megabyte is not a plan, and reading it
+# whole would be an unbounded read of whatever the path names.
+MAX_CONFIG_BYTES = 2**20
+
+
+def read_toml(path: str, field: str, *, what: str = "a plan file", fix: str | None = None,
+              missing_fix: str | None = None, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """A small TOML file a user names (a plan, a calibration): a regular file of at most ``max_bytes``,
+    UTF-8, valid TOML, nested no deeper than a parser's stack; else one InputError naming ``field``.
+
+    ``what`` names the file in the problem ("is nested too deeply to be a calibration"), ``fix`` is
+    said after any problem with its content, ``missing_fix`` after "does not exist".
+    """
+    import tomllib
+
+    try:
+        data = read_bounded(path, field, max_bytes)
+    except InputError as exc:
+        if exc.problem == "does not exist" and missing_fix:
+            raise InputError(field, str(path), "does not exist", missing_fix) from None
+        raise
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(field, str(path), "is not UTF-8 text, so not a TOML file", fix) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(field, str(path), f"is not valid TOML ({exc})", fix) from None
+    except RecursionError:
+        raise InputError(field, str(path), f"is nested too deeply to be {what}", fix) from None

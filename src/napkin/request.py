@@ -363,41 +363,10 @@ def describe(cls: type) -> list[dict]:
 
 
 # ------------------------------------------------------------------------ plan files
-# A plan file napkin writes holds a few hundred bytes; one of a megabyte is not a plan, and reading it
-# whole would be an unbounded read of whatever the path names.
-MAX_CONFIG_BYTES = 2**20
-
-
-def read_toml(path: str, field: str, *, what: str = "a plan file", fix: str | None = None,
-              missing_fix: str | None = None, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
-    """A small TOML file a user names (a plan, a calibration): a regular file of at most ``max_bytes``,
-    UTF-8, valid TOML, nested no deeper than a parser's stack; else one InputError naming ``field``.
-
-    ``what`` names the file in the problem ("is nested too deeply to be a calibration"), ``fix`` is
-    said after any problem with its content, ``missing_fix`` after "does not exist".
-    """
-    import tomllib
-
-    from napkin.files import read_bounded
-
-    try:
-        data = read_bounded(path, field, max_bytes)
-    except InputError as exc:
-        if exc.problem == "does not exist" and missing_fix:
-            raise InputError(field, str(path), "does not exist", missing_fix) from None
-        raise
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(field, str(path), "is not UTF-8 text, so not a TOML file", fix) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(field, str(path), f"is not valid TOML ({exc})", fix) from None
-    except RecursionError:
-        raise InputError(field, str(path), f"is nested too deeply to be {what}", fix) from None
-
-
 def read_config(path: str) -> dict[str, Any]:
     """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
+    from napkin.files import read_toml
+
     data = read_toml(path, "config", missing_fix="give the path of a .toml file",
                      fix="give a plan file written by --save (TOML of field = value)")
     if "request" in data and isinstance(data["request"], dict):
