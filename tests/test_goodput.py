@@ -355,8 +355,8 @@ def test_lost_fractions_stay_finite_where_the_exponents_overflow():
     arr = rel.lost_fractions(np.array([100.0, 0.18]), checkpoint_s=60.0, restart_s=600.0,
                              mtbf_s=np.array([3 * HOUR, 0.18]))
     assert np.isfinite(arr["restarts"]).all() and arr["restarts"][1] == 1.0
-    out = calculate("goodput", gpus=1_000_000_000, mtbf_per_gpu="50000h", checkpoint_time="60s",
-                    restart_time="10min")
+    out = calculate("goodput", gpus=100_000_000, mtbf_per_gpu="5000h", checkpoint_time="60s",  # M = 0.18 s again,
+                    restart_time="10min")                                                      # within napkin.limits
     assert not any(math.isnan(v) for v in out["lost_fraction"].values())
 
 
@@ -382,7 +382,7 @@ def test_the_note_for_train_repeats_the_rate_exactly(mtbf, flag):
 
 
 def test_no_goodput_to_feed_when_it_is_zero():
-    r = calculate("goodput", gpus=1_000_000_000, mtbf_per_gpu="50000h", checkpoint_time="60s", restart_time="10min")
+    r = calculate("goodput", gpus=100_000_000, mtbf_per_gpu="5000h", checkpoint_time="60s", restart_time="10min")
     assert r["goodput"] == 0.0
     assert "--goodput 0" not in _feed_note(r)
     assert _feed_note(r).startswith("goodput is 0 at this size (no measurable progress)")

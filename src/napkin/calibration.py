@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -168,23 +167,10 @@ _TABLES = ("versions", "peak_flops_per_s", "matmul_fraction_of_peak", "training_
 
 def load(path: str | Path) -> Calibration:
     """Read a calibration file; InputError naming the field on any problem."""
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError("calibration", str(path), "does not exist",
-                         "write one with `napkin measure --save calibration.toml`") from None
-    except IsADirectoryError:
-        raise InputError("calibration", str(path), "is a directory", "give the path of a .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("calibration", str(path), f"is not valid TOML ({exc})") from None
-    except UnicodeDecodeError:
-        raise InputError("calibration", str(path), "is not UTF-8 text, so not a TOML file",
-                         "write the file with `napkin measure --save`") from None
-    except RecursionError:
-        raise InputError("calibration", str(path), "is nested too deeply to be a calibration",
-                         "write the file with `napkin measure --save`") from None
+    from napkin.files import read_toml
+
+    data = read_toml(str(path), "calibration", what="a calibration", fix="write the file with `napkin measure --save`",
+                     missing_fix="write one with `napkin measure --save calibration.toml`")
     data.pop("source_path", None)
     for name in ("device", "date", "memory_bytes_per_s"):
         if name not in data:
@@ -198,7 +184,7 @@ def load(path: str | Path) -> Calibration:
         raise InputError(f"calibration.{name}", str(path), f"is not valid ({why})",
                          "write the file with `napkin measure --save`") from None
     _check(cal, str(path))
-    cal.source_path = str(p)
+    cal.source_path = str(path)
     return cal
 
 
@@ -262,12 +248,9 @@ def dumps(cal: Calibration) -> str:
 
 def save(cal: Calibration, path: str | Path) -> None:
     """Write ``cal`` to ``path`` as TOML that ``load`` reads back unchanged."""
-    text = dumps(cal)
-    try:
-        Path(path).write_text(text)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise InputError("save", str(path), f"cannot be written ({exc.strerror})",
-                         "give a path in a folder you can write") from None
+    from napkin.files import write_file
+
+    write_file(path, "save", dumps(cal))
 
 
 def save_merged(cal: Calibration, path: str | Path) -> Calibration:
@@ -277,8 +260,10 @@ def save_merged(cal: Calibration, path: str | Path) -> Calibration:
     all-reduce of a group to the same file. Measuring the device again must not drop them.
     A file that is not a calibration is replaced. Returns what was written.
     """
+    import os
+
     p = Path(path)
-    if p.exists():
+    if os.path.isfile(p):
         try:
             old = load(p)
         except InputError:
@@ -295,7 +280,15 @@ def check_writable(path: str | Path) -> None:
     """InputError unless ``path`` is in a folder that exists and can be written (checked before measuring)."""
     import os
 
+    from napkin.files import os_error
+
     folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name over 255 bytes, a symlink loop: said before the measurement, not after
+        raise os_error("save", path, exc) from None
     if not os.path.isdir(folder):
         raise InputError("save", str(path), "is in a folder that does not exist", f"create {folder} first")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):

@@ -190,7 +190,7 @@ class Report:
             if isinstance(v, (list, dict)):
                 out.append((k, _fmt_nested(v, self.units.get(k))))
             else:
-                out.append((k, units.fmt_auto(v, self.units.get(k))))
+                out.append((k, _cell(v, self.units.get(k))))
         return out
 
     def explain(self, *, cite: bool = False) -> str:
@@ -337,4 +337,11 @@ def _fmt_nested(v: Any, kind: str | None = None) -> str:
         if len(v) > 6:
             return f"[{len(v)} items]"
         return "[" + ", ".join(_fmt_nested(x, kind) for x in v) + "]"
+    return _cell(v, kind)
+
+
+def _cell(v: Any, kind: str | None) -> str:
+    """One figure of the table; NaN, a ratio with no value (0/0: characters per token of an empty file), reads "-"."""
+    if isinstance(v, float) and math.isnan(v):
+        return "-"
     return units.fmt_auto(v, kind)

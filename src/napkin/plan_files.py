@@ -55,7 +55,7 @@ def _drop_replaced(request_cls: type, raw: dict[str, Any], given: dict[str, Any]
         for alt in ALTERNATIVES.get(k, ()):
             raw.pop(alt, None)
     frozen = raw.get("assumed")
-    if isinstance(frozen, list):
+    if isinstance(frozen, list) and all(isinstance(d, str) for d in frozen):  # else the parse says what is wrong
         stale = {d for d in frozen if set(DERIVED_DEFAULTS.get(d, ())) & line}
         for d in stale:
             raw.pop(d, None)

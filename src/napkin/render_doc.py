@@ -11,6 +11,7 @@ import html as _html
 from typing import Any
 
 from napkin import units
+from napkin.errors import quote
 
 SUBTITLE = "Seven rungs from the tokenizer to the training run, every number with its working."
 
@@ -60,7 +61,7 @@ def _sum_line(d: dict) -> str:
 # ------------------------------------------------------------------------------ plain text
 def journey_text(d: dict) -> str:
     """The journey as aligned plain text: what the CLI prints when output is not a terminal."""
-    lines = [d["title"], f'prompt: "{d["prompt"]}"']
+    lines = [d["title"], f'prompt: "{quote(d["prompt"])}"']  # its control characters escaped
     for rung in d["rungs"]:
         rows = _figure_rows(rung)
         kw = max((len(k) for k, _, _ in rows), default=0)
@@ -229,7 +230,7 @@ def print_journey_rich(d: dict) -> None:
 
     console = Console()
     console.print(f"[bold]{_e_rich(d['title'])}[/bold]")
-    console.print(f'[italic]"{_e_rich(d["prompt"])}"[/italic]', highlight=False)
+    console.print(f'[italic]"{_e_rich(quote(d["prompt"]))}"[/italic]', highlight=False)
     for rung in d["rungs"]:
         t = Table(title=f"{rung['n']}. {rung['title']}", title_justify="left", caption=_meter(rung),
                   caption_justify="right", show_header=False, expand=False)

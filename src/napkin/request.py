@@ -2,7 +2,8 @@
 
 The CLI options, the web form, the JSON API and ``--config file.toml`` all build the
 same Struct through :func:`parse_request`, so a field's doc string, unit and bounds
-live in one place::
+live in one place (and beyond its own bounds, every number is held to the physical range of
+its name or kind, :mod:`napkin.limits`)::
 
     class MfuRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         params: Annotated[float, field("count", "model parameters N", gt=0)]
@@ -25,7 +26,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from napkin import units
+from napkin import limits, units
 from napkin.errors import InputError
 
 EXTRA_KINDS = ("text", "name", "precision", "int", "bool", "choice", "path")
@@ -189,7 +190,7 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
     if (kind in units.KINDS or kind == "int") and isinstance(raw, int) and not isinstance(raw, bool) \
             and abs(raw) > sys.float_info.max:  # a JSON or TOML integer of 310 digits: float() would overflow
         raise InputError(name, f"an integer of {len(str(abs(raw)))} digits", "is beyond the range of a number",
-                         "give a value of at most 1.8e308")
+                         "no physical input is that large")
     if kind == "bool":
         if isinstance(raw, bool):
             return raw
@@ -200,6 +201,9 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
             return False
         raise InputError(name, raw, "must be true or false")
     if kind in ("text", "name", "path"):
+        if isinstance(raw, (dict, list, tuple)):  # a TOML table or array where one text value belongs
+            raise InputError(name, "a table" if isinstance(raw, dict) else "a list", "must be text",
+                             "give one value in quotes")
         s = str(raw).strip()
         if not s:
             raise InputError(name, raw, "must not be empty")
@@ -219,11 +223,12 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
         v = units.parse(raw, "count", name) if isinstance(raw, str) else raw
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
             raise InputError(name, raw, "must be a whole number")
-        v = int(v)
         check_bounds(name, v, meta, kind, raw)
-        return v
+        limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
+        return int(v)
     v = units.parse(raw, kind, name)
     check_bounds(name, v, meta, kind, raw)
+    limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
     return v
 
 
@@ -360,27 +365,23 @@ def describe(cls: type) -> list[dict]:
 # ------------------------------------------------------------------------ plan files
 def read_config(path: str) -> dict[str, Any]:
     """Flat TOML of field = value (a plan file written by --save); ``[request]`` holds them if present."""
-    import tomllib
+    from napkin.files import read_toml
 
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError("config", path, "does not exist", "give the path of a .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("config", path, f"is not valid TOML ({exc})") from None
+    data = read_toml(path, "config", missing_fix="give the path of a .toml file",
+                     fix="give a plan file written by --save (TOML of field = value)")
     if "request" in data and isinstance(data["request"], dict):
         data = data["request"]
     return data
 
 
-def write_config(path: str, values: dict[str, Any], *, command: str) -> None:
-    """Write a request as flat TOML, readable by --config."""
+def write_config(path: str, values: dict[str, Any], *, command: str, trailer: list[str] = ()) -> None:
+    """Write a request as flat TOML, readable by --config (``trailer``: comment lines after it)."""
+    from napkin.files import write_file
+
     lines = [f"# napkin {command} plan: every input, in base units", "[request]"]
     for k, v in values.items():
         lines.append(f"{k} = {_toml_value(v)}")
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_file(path, "save", "\n".join([*lines, *trailer]) + "\n")
 
 
 def _toml_value(v: Any) -> str:

@@ -252,13 +252,29 @@ def test_json_has_derivation_assumptions_warnings(run_cli):
      "NVLink's 900 GB/s) or --unidirectional)\n"),
     (["mfu", "--params", "70B", "--step-time", "2s", "--gpus", "8", "--gpu", "h100"],
      "error: tokens_per_step is required; got nothing (give --tokens-per-step)\n"),
+    # numbers past their physical range (napkin.limits) are refused before any arithmetic overflows on them
     (["mfu", "--params", "70B", "--tokens-per-step", "4M", "--step-time", "1e-300s", "--gpus", "1024", "--gpu",
       "h100"],
-     "error: step_time is too short: the model FLOP/s it implies passes 1.8e308, beyond a float; got 1e-300 s (give "
-     "the measured wall time of one optimiser step, e.g. 2.07s)\n"),
+     "error: step_time must be at least 1 fs; got 1e-300s (nothing real is smaller: check the value and its unit)\n"),
     (["memory", "--model", "llama-3.1-8b", "--context", "1e300", "--sequences", "1000000"],
-     "error: context is too large: the KV cache would pass 1.8e308 bytes, beyond a float; got 1e300 with 1,000,000 "
-     "sequences (give the tokens one sequence holds and the sequences in flight, e.g. --context 8Ki --sequences 32)\n"),
+     "error: context must be at most 1e30 tokens; got 1e300 (over 1e16 times the largest training corpus, Llama 3's "
+     "15.6T: check the value)\n"),
+    (["card", "--model", "llama-3.1-70b", "--gpus", "1.7e308"],
+     "error: gpus must be at most 1e8; got 1.7e308 (more GPUs than 25 years of the world's data-center GPU "
+     "shipments: check the value)\n"),
+    (["check", "--params", "70B", "--tokens", "5e-324", "--claimed-usd", "500k"],
+     "error: tokens must be at least 1 token; got 5e-324 (nothing real is smaller: check the value and its unit)\n"),
+    (["journey", "--params", "1.7e308"],
+     "error: params must be at most 1e16 parameters; got 1.7e308 (6,000 times the largest published model, "
+     "Switch-C's 1.6e12: check the value)\n"),
+    (["mfu", "--params", "70B", "--tokens-per-step", "4M", "--step-time", "2s", "--gpus", "8", "--peak", "3.8e-294",
+      "--recompute"],
+     "error: peak must be at least 1 kFLOP/s; got 3.8e-294 (nothing real is smaller: check the value and its unit)\n"),
+    (["train", "--params", "7B", "--tokens", "2.2e-309"],
+     "error: tokens must be at least 1 token; got 2.2e-309 (nothing real is smaller: check the value and its unit)\n"),
+    (["serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--cached-prefix", "0.5"],
+     "error: cached_prefix must be 0 or at least 1 token; got 0.5 (nothing real is smaller: check the value and its "
+     "unit)\n"),
 ])
 def test_bad_input_is_one_line_exit_1(run_cli, args, message):
     r = run_cli(*args, code=1)

@@ -86,3 +86,25 @@ def test_spinner_stays_silent_when_quick_piped_or_json():
     with spinning("x", as_json=True, stream=tty):
         pass
     assert tty.getvalue() == ""
+
+
+def test_csv_writes_regular_files_only(run_cli, tmp_path):
+    """--csv goes through napkin.files.write_file (issue 15, item 3's rule for every written file): a FIFO at the
+    path would block the open forever, a folder or a missing folder was an OSError; each is one line, nothing
+    written, and the path is quoted."""
+    import os
+
+    args = ["train", "--params", "7B", "--tokens", "2T", "--vary", "mfu=0.3,0.4", "--csv"]
+    os.mkfifo(tmp_path / "fifo")
+    r = run_cli(*args, str(tmp_path / "fifo"), code=1)
+    assert r.stderr == (f"error: csv is a FIFO, not a regular file; got {tmp_path / 'fifo'} "
+                        "(give the path of a file to write)\n")
+    r = run_cli(*args, str(tmp_path), code=1)
+    assert r.stderr == f"error: csv is a folder, not a regular file; got {tmp_path} (give the path of a file to write)\n"
+    missing = tmp_path / "missing" / "x.csv"
+    r = run_cli(*args, str(missing), code=1)
+    assert r.stderr == (f"error: csv is in a folder that does not exist; got {missing} (create the folder first, or "
+                        "give a path in an existing one)\n")
+    forged = tmp_path / "a\nerror: x.csv"
+    r = run_cli(*args, str(forged))
+    assert r.stderr == f"wrote 2 rows to {tmp_path}/a\\nerror: x.csv\n" and forged.exists()

@@ -12,7 +12,7 @@ are not UTF-8, control characters, CR line ends) and runs the CLI on it, asserti
   Lines, Megatron-LM, torchtitan, whose step lines can be counted line by line).
 
 Cases: ``NAPKIN_FUZZ_CASES`` in all, split evenly over the formats (default 150: 25 each, a few seconds;
-`make fuzz` runs 100,000). Hypothesis is derandomised by the suite's profile, so the suite draws the same
+`make fuzz` runs 1,200). Hypothesis is derandomised by the suite's profile, so the suite draws the same
 cases on every run.
 """
 
@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from napkin.errors import quote
+from tests.fuzz.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ("csv", "jsonl", "megatron", "torchtitan", "hf", "lightning")
@@ -168,47 +169,54 @@ def _run(args: list[str]) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _check_error(code: int, out: str, err: str) -> None:
-    assert code == 1 and out == "", (code, out, err)
-    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
-    assert quote(err[:-1]) == err[:-1], err  # every control character escaped
-    assert "internal error" not in err, err
+def _check_error(tally: Tally, code: int, out: str, err: str) -> None:
+    tally.check("internal error" not in err, "internal error", err)
+    tally.check(code == 1 and out == "", "exit status", (code, out, err))
+    tally.check(err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, "multi-line error", err)
+    tally.check(quote(err[:-1]) == err[:-1], "unescaped control character", err)  # every control character escaped
 
 
-def _check_report(fmt: str, data: bytes, path: Path, extra: list[str]) -> None:
+def _check_report(tally: Tally, fmt: str, data: bytes, path: Path, extra: list[str]) -> None:
     code, out, err = _run(["ledger", "report", str(path), "--price", "2.5/h", "--no-store", "--format", fmt,
                            "--json", *extra, *OPTIONS[fmt]])
+    tally.case(code)
     if code:
-        return _check_error(code, out, err)
-    assert code == 0 and err == "", (code, err)
+        return _check_error(tally, code, out, err)
+    if not tally.check(err == "", "leaked output", err):
+        return
     r = json.loads(out)
-    assert all(math.isfinite(x) for x in _numbers(r)), out  # JSON's NaN and Infinity read as floats
+    tally.check(all(math.isfinite(x) for x in _numbers(r)), "non-finite figure", out)  # JSON's NaN, Infinity
     for key in FIGURES:
-        assert isinstance(r[key], (int, float)) and math.isfinite(r[key]), (key, r[key])
-    assert all(math.isfinite(v) for v in r["goodput"].values()), r["goodput"]
+        tally.check(isinstance(r[key], (int, float)) and math.isfinite(r[key]), "non-finite figure", (key, r[key]))
+    tally.check(all(math.isfinite(v) for v in r["goodput"].values()), "non-finite figure", r["goodput"])
     if fmt in COUNTED:
         seen = r["records"] + r["skipped_lines"]["count"] + r["duplicates"]
-        assert seen == step_lines(fmt, data), (seen, r["records"], r["skipped_lines"], r["duplicates"])
+        tally.check(seen == step_lines(fmt, data), "silent drop",
+                    (seen, step_lines(fmt, data), r["records"], r["skipped_lines"], r["duplicates"]))
     code, text, err = _run(["ledger", "report", str(path), "--price", "2.5/h", "--no-store", "--format", fmt,
                             *extra, *OPTIONS[fmt]])
-    assert code == 0 and err == "", (code, err)
+    tally.check(code == 0 and err == "", "exit status", (code, err))
     figures = "\n".join(ln for ln in text.split("\n") if ln.startswith("  "))  # the rows and the day table
-    assert not NONFINITE.search(figures), figures
-    assert all(quote(ln) == ln for ln in text.split("\n")), text  # nothing from the log moves the terminal
+    tally.check(not NONFINITE.search(figures), "non-finite figure", figures)
+    tally.check(all(quote(ln) == ln for ln in text.split("\n")), "unescaped control character", text)  # nothing from
+    # the log moves the terminal
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_damaged_logs(fmt, tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"fuzz-{fmt}")
 
+    tally = Tally("ledger", fmt)
+
     @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(data=damaged(fmt), skip_bad_clock=st.booleans())
     def case(data: bytes, skip_bad_clock: bool) -> None:
         path = folder / NAMES[fmt]
         path.write_bytes(data)
-        _check_report(fmt, data, path, ["--skip-bad-clock"] if skip_bad_clock else [])
+        _check_report(tally, fmt, data, path, ["--skip-bad-clock"] if skip_bad_clock else [])
 
     case()
+    tally.close()
 
 
 def test_the_samples_are_read_whole():

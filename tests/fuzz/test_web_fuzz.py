@@ -15,7 +15,7 @@ characters escaped; a 200 holds no ``inf``/``nan``/``Infinity`` the request did 
 figure of its report overflowed to infinity (it would read ``null``).
 
 ``NAPKIN_FUZZ_CASES`` sets the cases per endpoint (default 50: 1,000 requests over the 20 calculators,
-about 20 s on two busy cores); ``NAPKIN_FUZZ_CASES=5000`` makes 100,000 (``make fuzz``). The counts
+about 20 s on two busy cores); ``make fuzz`` sets 2,000, 40,000 requests. The counts
 (status codes per endpoint) are printed at the end of the module when it runs without xdist.
 """
 
@@ -34,11 +34,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from napkin import calculators, catalog, derivation, units
+from napkin import calculators, derivation, units
 from napkin.request import fields
 from napkin.web.app import create_app
 from napkin.web.examples import EXAMPLES
 from napkin.web.names import name_catalog
+from tests.fuzz.tally import Tally
+from tests.fuzz.values import (ALL_NAMES, EXTREME_NUMBERS, HOSTILE_TEXT, NAMES, PRECISIONS, any_text, numeric,
+                               valid_number)
 from tests.web.steplog import step_log_csv
 
 CASES = int(os.environ.get("NAPKIN_FUZZ_CASES", "50"))
@@ -92,67 +95,7 @@ def non_finite():
 
 
 # ------------------------------------------------------------------------ values, from field metadata
-CONTROL = "\x00\x07\x08\t\n\r\x1b\x7f\x85\u2028\u2029\u202e"
-HOSTILE_TEXT = ["", " ", "\x1b[2J\nerror: spoofed second line", "7B\nerror: x", "é€🙂", "🙂" * 50, "a" * 300,
-                "/etc/hostname", "/etc/passwd", "../../etc/passwd", "~/.ssh/id_rsa", "/dev/zero", "./src", "src",
-                "config.json", "C:\\Windows\\win.ini", "\x00", "meta-llama/Llama-3.1-8B", "file:///etc/passwd",
-                "%2Fetc%2Fpasswd", "null", "true", "1e400", "NaN", "-Infinity", "1,5", "1.2.3", "$", "%", "=",
-                ",,,", "a=b=c", "x" * 5000]
-EXTREME_NUMBERS = [0, -0.0, -1, 1, 1e-30, 9.9e-31, 1e30, 1.01e30, 5e-324, 2.2e-308, 1e-300, 1.7e308, -1.7e308,
-                   1e308, 2**53 + 1, 2**63, 2**64, -(2**63), 10**400, 0.5, 1e15, 1e26]
-EXTREME_STRINGS = ["1e400", "-1e400", "1e-400", "nan", "inf", "-inf", "NaN", "Infinity", "1.7e308", "5e-324",
-                   "1e308B", "1e30T", "-7B", "0", "-0", "1" + "0" * 400, "0x10", "1_000", "1,000,000", "7 B",
-                   "7BB", "7 parameters", "$-5", "1e-30", "1e30"]
 WRONG_TYPES = [None, True, False, [], {}, [1, 2], ["a", ["b"]], {"a": 1}, {"a": {"b": 1}}, [[[]]], [None], [{}]]
-PRECISIONS = ["bf16", "fp16", "fp8", "fp4", "int8", "int4", "fp32", "tf32", "FP8", "BF16", "fp6", "int2", "e4m3"]
-
-
-def catalog_names() -> dict[str, list[str]]:
-    models = sorted(catalog.models())
-    aliases = sorted({a for m in catalog.models().values() for a in (getattr(m, "aliases", None) or ())})
-    return {"models": models + aliases[:10], "gpus": sorted(catalog.gpus()),
-            "prices": sorted(catalog.table("prices").get("api", {}))}
-
-
-NAMES = catalog_names()
-ALL_NAMES = NAMES["models"] + NAMES["gpus"] + NAMES["prices"]
-
-
-def _bounds(info: Any) -> tuple[float, float]:
-    low = info.meta.get("gt", info.meta.get("ge"))
-    high = info.meta.get("lt", info.meta.get("le"))
-    return (low if low is not None else -1e6), (high if high is not None else 1e6)
-
-
-def valid_number(info: Any) -> st.SearchStrategy:
-    """A number within the field's bounds, as a number or in the field's unit syntax."""
-    low, high = _bounds(info)
-    low = max(low, 1e-3) if info.kind in ("count", "int") or low >= 0 else low
-    x = st.floats(min_value=low, max_value=high, allow_nan=False, allow_infinity=False, exclude_min="gt" in info.meta,
-                  exclude_max="lt" in info.meta)
-    if info.kind == "int":
-        return st.integers(min_value=max(1, int(math.ceil(low))), max_value=max(1, int(min(high, 4096)))).flatmap(
-            lambda n: st.sampled_from([n, str(n), f"{n:,}"]))
-    kind = info.kind if info.kind in units.KINDS else "number"
-    return x.flatmap(lambda v: st.sampled_from([v, units.format(v, kind), f"{v:g}"]))
-
-
-def boundary_number(info: Any) -> st.SearchStrategy:
-    edges = [info.meta[k] for k in ("gt", "ge", "lt", "le") if k in info.meta] or [0.0]
-    out = []
-    for b in edges:
-        out += [b, math.nextafter(b, math.inf), math.nextafter(b, -math.inf), b + 1, b - 1, b * 100, -b]
-    return st.sampled_from(out)
-
-
-def numeric(info: Any) -> st.SearchStrategy:
-    return st.one_of(valid_number(info), valid_number(info), boundary_number(info), st.sampled_from(EXTREME_NUMBERS),
-                     st.sampled_from(EXTREME_STRINGS))
-
-
-def any_text(max_size: int = 40) -> st.SearchStrategy:
-    return st.one_of(st.text(max_size=max_size), st.text(alphabet=st.sampled_from(list(CONTROL) + list("abc=,/.")),
-                                                         max_size=max_size), st.sampled_from(HOSTILE_TEXT))
 
 
 def scalar(info: Any, infos: list[Any]) -> st.SearchStrategy:
@@ -306,26 +249,30 @@ def _strings(v: Any, *, skip: frozenset = frozenset()) -> list[str]:
     return []
 
 
-def check_answer(name: str, sent: Any, r: Any, non_finite: list[float]) -> None:
-    COUNTS.setdefault(name, Counter())[r.status_code] += 1
-    assert r.status_code < 500, f"{r.status_code}: {r.text[:500]}"
-    assert r.status_code in (200, 404, 413, 422), r.text[:500]
-    body = json.loads(r.text, parse_constant=lambda c: pytest.fail(f"bare {c} in the JSON"))
+def check_answer(tally: Tally, sent: Any, r: Any, non_finite: list[float]) -> None:
+    COUNTS.setdefault(tally.target, Counter())[r.status_code] += 1
+    tally.case(r.status_code)
+    if not tally.check(r.status_code < 500, "5xx", f"{r.status_code}: {r.text[:500]}"):
+        return
+    tally.check(r.status_code in (200, 404, 413, 422), "unexpected status", f"{r.status_code}: {r.text[:500]}")
+    bare: list[str] = []
+    body = json.loads(r.text, parse_constant=bare.append)
+    tally.check(not bare, "non-finite figure", f"bare {bare[:3]} in the JSON: {r.text[:300]}")
     if r.status_code != 200:
-        assert "\n" not in r.text.strip(), r.text[:500]
-        assert isinstance(body, dict) and body.get("message"), r.text[:500]
+        tally.check("\n" not in r.text.strip(), "multi-line error", r.text[:500])
+        tally.check(isinstance(body, dict) and body.get("message"), "multi-line error", f"no message: {r.text[:500]}")
         for text in _strings(body):
             bad = [c for c in text if unicodedata.category(c) in BAD_CHARS]
-            assert not bad, f"unescaped {bad!r} in {text!r}"
+            tally.check(not bad, "unescaped control character", f"unescaped {bad!r} in {text!r}")
         return
     said = json.dumps(sent, default=str).lower() if sent is not None else ""
     for text in _strings(body, skip=PROSE):
         for m in FIGURE_WORDS.finditer(text):
-            assert m.group().lower() in said, f"{m.group()!r} in a 200 answer: {text[:300]!r}"
-    assert not non_finite, f"the report held {non_finite[:3]} (shown as null)"
+            tally.check(m.group().lower() in said, "non-finite figure", f"{m.group()!r} in a 200 answer: {text[:300]!r}")
+    tally.check(not non_finite, "non-finite figure", f"the report held {non_finite[:3]} (shown as null)")
 
 
-def make_test(name: str):
+def make_test(name: str, tally: Tally):
     @settings(max_examples=CASES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                      HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
@@ -337,11 +284,13 @@ def make_test(name: str):
             r = client.post(f"/api/{name}{suffix}", data=body, files=files)
         else:
             r = client.post(f"/api/{name}{suffix}", json=body)
-        check_answer(name, {"body": body, "files": [f[0] for f in (files or {}).values()]}, r, non_finite)
+        check_answer(tally, {"body": body, "files": [f[0] for f in (files or {}).values()]}, r, non_finite)
 
     return run
 
 
 @pytest.mark.parametrize("name", ALL)
 def test_web_api_answers_200_or_4xx_with_clean_errors(client, non_finite, name):
-    make_test(name)(client, non_finite)
+    tally = Tally("web", name)
+    make_test(name, tally)(client, non_finite)
+    tally.close()

@@ -195,6 +195,19 @@ def test_a_store_in_a_missing_folder_is_refused(tmp_path, run_cli):
     assert not (tmp_path / "nonexistent").exists()
 
 
+def test_a_store_that_is_a_folder_or_under_a_file_is_one_line(tmp_path, run_cli):
+    """--store names a store file: a folder given as the store, or a path under a regular file, is one line
+    saying which (was "not a regular file" for both, or "a folder that does not exist" for a file's child)."""
+    log = write_csv(tmp_path / "run.csv", BASE_ROWS)
+    out = run_cli("ledger", "report", log, "--price", "2.5/h", "--store", str(tmp_path), code=1)
+    assert out.stderr == (f"error: store is a folder; got {tmp_path} (give --store PATH of a store file, or a new "
+                          "name in an existing folder)\n")
+    store = tmp_path / "run.csv" / "x.sqlite"
+    out = run_cli("ledger", "runs", "--store", str(store), code=1)
+    assert out.stderr == (f"error: store is in {tmp_path / 'run.csv'}, which is not a folder; got {store} (give --store PATH in an "
+                          "existing folder)\n")
+
+
 # ------------------------------------------------------------------ 9. what a log holds, echoed, is quoted
 def test_control_characters_from_a_log_cannot_forge_a_line(tmp_path, run_cli):
     """Review: log content reached the terminal raw through ledger errors (a newline forged an error line, ESC

@@ -21,7 +21,7 @@ from napkin import calculators, catalog
 from napkin.errors import UnknownName
 from napkin.request import fields
 from napkin.web.app import create_app
-from napkin.web.calculation import WEB_NUMBER_RANGE
+from napkin import limits
 from napkin.web.examples import EXAMPLES
 from napkin.web.names import model_fields, name_catalog
 from tests.web.steplog import step_log_csv
@@ -243,8 +243,8 @@ def test_check_with_5e_324_tokens_is_422(client):
     r = client.post("/api/check", json={"params": "70B", "tokens": 5e-324, "claimed_usd": "500k"})
     assert r.status_code == 422
     body = r.json()
-    assert body["field"] == "tokens" and body["value"] == "4.941e-324"
-    assert body["problem"] == "must be 0 or between 1e-30 and 1e30 in size (in base units) on the web page"
+    assert body["field"] == "tokens" and body["value"] == 5e-324
+    assert body["problem"] == "must be at least 1 token"  # napkin.limits: a token count's physical range
 
 
 @pytest.mark.parametrize("name,body,field", [
@@ -258,10 +258,10 @@ def test_numbers_beyond_any_physical_input_are_422_on_the_web(client, name, body
     r = client.post(f"/api/{name}", json=body)
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
-    low, high = WEB_NUMBER_RANGE
+    high = limits.MAX_PARAMS  # the edges of the physical ranges (napkin.limits) are answers
     assert client.post("/api/memory", json={"params": high, "gpus": "1"}).status_code == 200
     assert client.post("/api/memory", json={"params": high * 1.01}).json()["field"] == "params"
-    assert client.post("/api/check", json={"params": "70B", "tokens": low, "claimed_usd": "500k"}).status_code == 200
+    assert client.post("/api/check", json={"params": "70B", "tokens": 1, "claimed_usd": "500k"}).status_code == 200
 
 
 @pytest.mark.parametrize("body", [b'{"params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",

@@ -119,6 +119,8 @@ def ranking_text(ranking: list[dict], baseline: str) -> str:
 
 def run_compare(req: CompareRequest) -> Report:
     hand = {k.strip().lower() for k in req.peak}
+    if not req.gpu:  # `--gpu ''`: an empty list (was an IndexError at the baseline)
+        raise InputError("gpu", "an empty list", "must name at least one accelerator", "e.g. --gpu h100-sxm,b200")
     parts: list[str] = []
     for name in req.gpu:
         try:

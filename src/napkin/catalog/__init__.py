@@ -114,7 +114,7 @@ def model(name: str, field: str = "model") -> ModelSpec:
 
     from napkin.catalog import hf, hf_cache
 
-    if Path(text).expanduser().exists() or text.endswith(".json"):
+    if _on_disk(text) or text.endswith(".json"):
         return hf.load_config(text, field=field)
     if hf_cache.is_repo_id(text):
         path = hf_cache.cached_config(text, field=field)
@@ -122,6 +122,18 @@ def model(name: str, field: str = "model") -> ModelSpec:
     if os.sep in text or "/" in text or text.endswith(".json"):
         return hf.load_config(text, field=field)
     raise UnknownName("model", text, list(models()), field=field)
+
+
+def _on_disk(text: str) -> bool:
+    """Whether ``text`` names something on disk (a broken or looping symlink too); a name the file
+    system refuses (over 255 bytes) counts, so that loading it says why."""
+    try:
+        os.lstat(Path(text).expanduser())
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 class Default(msgspec.Struct, kw_only=True, frozen=True):

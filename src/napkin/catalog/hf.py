@@ -76,28 +76,41 @@ TEXT_OF = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistra
 
 
 def _resolve(path: str, field: str) -> Path:
+    """The config.json that ``path`` names (itself, or the one in a folder): a regular file, else InputError."""
+    import os
+
+    from napkin.files import regular_file
+
     p = Path(path).expanduser()
-    if p.is_dir():
+    if os.path.isdir(p):
         p = p / "config.json"
-    if not p.is_file():
+    try:
+        os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):
         raise InputError(field, str(path), "is not a config.json file or a folder holding one",
                          "give the path to a Hugging Face config.json, a repo id in the local Hugging Face "
-                         "cache, or a catalog model name; see `napkin catalog models`")
-    return p
+                         "cache, or a catalog model name; see `napkin catalog models`") from None
+    except (OSError, ValueError):  # a name over 255 bytes, a NUL byte: said by regular_file
+        pass
+    return regular_file(p, field)  # a symlink loop, a FIFO, a device: one line naming what it is
 
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is kilobytes; a larger file is not one
 
 
 def _read(p: Path, field: str) -> dict[str, Any]:
+    from napkin.files import read_bounded
+
     try:
-        with open(p, "rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
-        if len(raw) > MAX_CONFIG_BYTES:
+        raw = read_bounded(p, field, MAX_CONFIG_BYTES)
+    except InputError as exc:
+        if exc.problem.startswith("is larger"):
             raise InputError(field, str(p), "is over 4 MiB, too large for a config.json",
-                             "give the model's config.json, not a weights file")
+                             "give the model's config.json, not a weights file") from None
+        raise
+    try:
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise InputError(field, str(p), f"is not readable as UTF-8 text ({exc.__class__.__name__})",
                          "give the model's config.json as downloaded") from None
     try:
@@ -105,6 +118,9 @@ def _read(p: Path, field: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InputError(field, str(p), f"is not valid JSON: {exc.msg} at line {exc.lineno} "
                          f"column {exc.colno}", "give the model's config.json as downloaded") from None
+    except RecursionError:
+        raise InputError(field, str(p), "is nested too deeply to be a config.json",
+                         "give the model's config.json as downloaded") from None
     if not isinstance(cfg, dict):
         raise InputError(field, str(p), f"is not a JSON object (it is a {type(cfg).__name__})",
                          "a config.json is one object of keys such as model_type and hidden_size")

@@ -28,9 +28,8 @@ def chart_bytes(spec: dict, path: str, field: str = "chart", *, scale: float = 1
 
 def write_chart(spec: dict, path: str, field: str = "chart", *, scale: float = 1.0) -> str:
     """Render a spec to ``path`` (.svg or .png) with vl-convert; returns the path."""
+    from napkin.files import write_file
+
     data = chart_bytes(spec, path, field, scale=scale)
-    if isinstance(data, str):
-        Path(path).write_text(data)
-    else:
-        Path(path).write_bytes(data)
+    write_file(path, field, data)
     return path

@@ -15,14 +15,23 @@ from typing import Any, Callable
 import click
 
 from napkin.cli.collect import OPTION_TWIN, collect  # noqa: F401  (shared with napkin.cli.quick)
-from napkin.errors import NapkinError
+from napkin.errors import InputError, NapkinError, quote
 from napkin.request import read_config, write_config  # noqa: F401  (the CLI's plan files)
 
 
 def fail(message: str) -> None:
-    """Print one line to stderr and exit 1: bad input, never a traceback."""
-    click.echo(f"error: {message}", err=True)
+    """Print one line to stderr and exit 1: bad input, never a traceback.
+
+    The line is quoted (control characters escaped) whatever it holds: a value the user typed or a
+    log held cannot forge a second line or move the terminal's cursor.
+    """
+    click.echo(f"error: {quote(message)}", err=True)
     sys.exit(1)
+
+
+def plain(text: str) -> str:
+    """Text for the terminal with each line quoted: a name or note from the user's input stays on its line."""
+    return "\n".join(quote(line) for line in text.split("\n"))
 
 
 def guarded(fn: Callable) -> Callable:
@@ -34,14 +43,14 @@ def guarded(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except NapkinError as exc:
             fail(str(exc))
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-            fail(f"{exc.filename}: {exc.strerror}")
         except BrokenPipeError:  # `napkin ... | head`
             sys.exit(0)
         except (SystemExit, KeyboardInterrupt, click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except Exception as exc:  # a bug in napkin: still one line, never a traceback
-            if os.environ.get("NAPKIN_DEBUG"):
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.filename is not None:  # a file napkin could not read or write
+                fail(f"{exc.filename}: {exc.strerror or exc}")
+            if os.environ.get("NAPKIN_DEBUG"):  # a bug in napkin: still one line, never a traceback
                 raise
             fail(f"internal error ({type(exc).__name__}: {exc}); please report the command that caused it "
                  f"(NAPKIN_DEBUG=1 shows the traceback)")
@@ -54,15 +63,15 @@ def emit(report: Any, *, as_json: bool, explain: bool, cite: bool = False) -> No
     if as_json:
         click.echo(report.to_json(cite=cite) if cite else report.to_json())
     elif explain or cite:
-        click.echo(report.text())
+        click.echo(plain(report.text()))
         click.echo("")
-        click.echo(report.explain(cite=cite) if cite else report.explain())
+        click.echo(plain(report.explain(cite=cite) if cite else report.explain()))
     elif sys.stdout.isatty():
         from napkin.cli.render import print_rich
 
         print_rich(report)
     else:
-        click.echo(report.text())
+        click.echo(plain(report.text()))
 
 
 def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.Parameter]:

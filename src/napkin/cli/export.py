@@ -43,21 +43,26 @@ def _cell(v: Any) -> str:
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    """Write ``rows`` (dicts, nested dicts flattened) to ``path``, every key a column in first-seen order."""
+    """Write ``rows`` (dicts, nested dicts flattened) to ``path``, every key a column in first-seen order.
+
+    A regular file only (:func:`napkin.files.write_file`): a FIFO, a device or a folder is one line, never a wait.
+    """
+    import io
+
+    from napkin.errors import quote
+    from napkin.files import write_file
+
     flat = [_flat(r) for r in rows]
     columns: dict[str, None] = {}
     for r in flat:
         columns.update(dict.fromkeys(r))
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(list(columns))
-            for r in flat:
-                w.writerow([_cell(r.get(c)) for c in columns])
-    except OSError as exc:
-        raise InputError("csv", path, f"cannot be written ({exc.strerror or exc})",
-                         "give a path in a folder you can write") from None
-    click.echo(f"wrote {len(rows):,} rows to {path}", err=True)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(list(columns))
+    for r in flat:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    write_file(path, "csv", buf.getvalue())
+    click.echo(f"wrote {len(rows):,} rows to {quote(path)}", err=True)
 
 
 def export(params: dict, rows: list[dict] | None, *, what: str) -> None:

@@ -21,10 +21,14 @@ class LazyGroup(click.Group):
         """click's main, with a usage error as one line and exit 1 like every other bad input."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        argv = sys.argv[1:] if args is None else list(args)
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `napkin` (or `napkin plan`): the help itself
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.UsageError as exc:
-            click.echo(f"error: {usage_line(exc)}", err=True)
+            click.echo(f"error: {usage_line(exc, argv)}", err=True)
             sys.exit(1)
         except click.ClickException as exc:
             exc.show()
@@ -50,12 +54,18 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-def usage_line(exc: click.UsageError) -> str:
-    """One line: click's message, the closest command for a mistyped one, and where the help is."""
-    from napkin.errors import closest
+def usage_line(exc: click.UsageError, argv: list[str] | None = None) -> str:
+    """One line: click's message, the closest command for a mistyped one, and where the help is.
 
-    msg = " ".join(exc.format_message().split())
-    path = " ".join(["napkin", *(exc.ctx.command_path.split()[1:] if exc.ctx is not None else [])])
+    What the user typed is quoted (control characters escaped), so an option's name cannot forge a
+    second line. click leaves the context out of an option's own errors (``napkin train --params``
+    with no value), so the command's words are then read from ``argv``.
+    """
+    from napkin.errors import closest, quote
+
+    msg = quote(" ".join(exc.format_message().split()))
+    words = exc.ctx.command_path.split()[1:] if exc.ctx is not None else command_words(argv or [])
+    path = " ".join(["napkin", *words])
     if (msg.startswith("No such command") and "Did you mean" not in msg and exc.ctx is not None
             and isinstance(exc.ctx.command, click.Group)):
         typed = msg.split("'")[1] if msg.count("'") >= 2 else ""
@@ -63,6 +73,24 @@ def usage_line(exc: click.UsageError) -> str:
         if near:
             msg += f" Did you mean {' or '.join(near)}?"
     return f"{msg} (see `{path} --help`)"
+
+
+def command_words(argv: list[str]) -> list[str]:
+    """The (sub)command words at the head of a command line: ``["plan", "serve"]`` of ``plan serve --rate``."""
+    words: list[str] = []
+    group: click.Command = cli
+    for arg in argv:
+        if arg.startswith("-") or not isinstance(group, click.Group):
+            break
+        try:
+            sub = group.get_command(None, arg)  # type: ignore[arg-type]  # neither group reads the context
+        except Exception:  # a command module that fails to import: the words so far
+            break
+        if sub is None:
+            break
+        words.append(arg)
+        group = sub
+    return words
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

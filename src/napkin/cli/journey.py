@@ -9,20 +9,20 @@ from typing import Any
 import click
 
 from napkin.cli.common import calculator_command
-from napkin.errors import InputError
+from napkin.errors import InputError, quote
 
 
-def _write(path: str, text: str | bytes) -> None:
-    p = Path(path)
-    if p.is_dir():
-        raise InputError("output", path, "is a directory", "give a file name such as out.html")
-    if not p.parent.exists():
-        raise InputError("output", path, "is in a folder that does not exist", f"create {p.parent} first")
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {path}", err=True)
+def _write_all(outputs: list[tuple[str, str, Any]]) -> None:
+    """Write each (option, path, content) named; every path is checked first, so when one cannot be written
+    (a folder, a FIFO, a missing folder) none is, and the error is the only line."""
+    from napkin.files import check_writable, write_file
+
+    todo = [(field, path, make) for field, path, make in outputs if path]
+    for field, path, _ in todo:
+        check_writable(path, field)
+    for field, path, make in todo:
+        write_file(path, field, make())
+        click.echo(f"wrote {quote(path)}", err=True)
 
 
 def _chart_bytes(spec: dict, path: str, field: str) -> bytes | str:
@@ -59,12 +59,10 @@ def _after_journey(report: Any, req: Any, params: dict) -> Any:
     card = None
     if params.get("html_out") or params.get("markdown_out"):
         card = render_doc.data(build_card(report))
-    if params.get("html_out"):
-        _write(params["html_out"], render_doc.journey_html(d, card, _svg_or_none(ladder_spec(report))))
-    if params.get("markdown_out"):
-        _write(params["markdown_out"], render_doc.journey_markdown(d, card))
-    if params.get("chart"):
-        _write(params["chart"], _chart_bytes(ladder_spec(report), params["chart"], "chart"))
+    _write_all([("html", params.get("html_out"),
+                 lambda: render_doc.journey_html(d, card, _svg_or_none(ladder_spec(report)))),
+                ("markdown", params.get("markdown_out"), lambda: render_doc.journey_markdown(d, card)),
+                ("chart", params.get("chart"), lambda: _chart_bytes(ladder_spec(report), params["chart"], "chart"))])
     if params.get("as_json"):
         return None
     _print(render_doc.journey_text, render_doc.print_journey_rich, d)
@@ -97,12 +95,10 @@ def _after_card(report: Any, req: Any, params: dict) -> Any:
     if params.get("png") and Path(params["png"]).suffix.lower() != ".png":
         raise InputError("png", params["png"], "must end in .png")
     d = render_doc.data(report)
-    if params.get("html_out"):
-        _write(params["html_out"], render_doc.card_html(d))
-    if params.get("markdown_out"):
-        _write(params["markdown_out"], render_doc.card_markdown(d))
-    if params.get("png"):
-        _write(params["png"], _chart_bytes(card_spec(d["rows"], d["title"]), params["png"], "png"))
+    _write_all([("html", params.get("html_out"), lambda: render_doc.card_html(d)),
+                ("markdown", params.get("markdown_out"), lambda: render_doc.card_markdown(d)),
+                ("png", params.get("png"),
+                 lambda: _chart_bytes(card_spec(d["rows"], d["title"]), params["png"], "png"))])
     if params.get("as_json"):
         return None
     _print(render_doc.card_text, render_doc.print_card_rich, d)

@@ -124,14 +124,14 @@ def chart_option(help_: str) -> list[click.Parameter]:
 def write_chart(report: Any, calc_charts: Callable[[Any], dict], path: str, name: str | None,
                 default: str) -> None:
     from napkin.charts.serve import write_chart as render
-    from napkin.errors import InputError
+    from napkin.errors import InputError, quote
 
     charts = calc_charts(report)
     key = name or default
     if key not in charts:
         raise InputError("chart_name", key, "is not a chart of this result", "use one of " + ", ".join(charts))
     render(charts[key], path)
-    click.echo(f"wrote {key} chart to {path}", err=True)
+    click.echo(f"wrote {key} chart to {quote(path)}", err=True)
 
 
 # ------------------------------------------------------------------------------- serve

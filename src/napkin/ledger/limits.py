@@ -8,14 +8,8 @@ magnitude past any run) and each says why it cannot be exceeded.
 
 from __future__ import annotations
 
+from napkin.limits import MAX_DENSE_FLOPS_PER_S, MAX_GPUS  # the ranges every input is held to, with sources
 from napkin.units import YEAR
-
-# TechInsights (reported by HPCwire, June 2024): 3.85 million data-center GPUs shipped in 2023,
-# all vendors. 1e8 is over 25 years of that output: more GPUs than one run could be allocated.
-MAX_GPUS = 1e8
-# Blackwell Ultra's dense FP4 is 15 PFLOP/s per GPU (NVIDIA, 2025): 1e17 FLOP/s is over six times any
-# accelerator's dense peak at any precision.
-MAX_DENSE_FLOPS_PER_S = 1e17
 # A model of one parameter still costs 6 FLOPs per token (2 forward, 4 backward: 6N with N = 1).
 MIN_FLOPS_PER_TOKEN = 6.0
 # Every GPU there could be, at that peak, for a year, on the cheapest token there is: no step holds more.

@@ -65,10 +65,14 @@ class Store:
         self.path = path or default_path()
         folder = os.path.dirname(os.path.abspath(self.path))
         if given and not os.path.isdir(folder):  # a typo would start a new store elsewhere: say so
+            if os.path.lexists(folder):
+                raise InputError("store", self.path, f"is in {quote(folder)}, which is not a folder",
+                                 "give --store PATH in an existing folder")
             raise InputError("store", self.path, "is in a folder that does not exist",
                              "create the folder first, or give --store PATH in an existing folder")
         if os.path.exists(self.path) and not os.path.isfile(self.path):
-            raise InputError("store", self.path, "is not a regular file", "give --store PATH of a store file")
+            raise InputError("store", self.path, "is a folder" if os.path.isdir(self.path) else "is not a regular file",
+                             "give --store PATH of a store file, or a new name in an existing folder")
         try:
             if not given:
                 os.makedirs(folder, exist_ok=True)  # napkin's own folder under $XDG_DATA_HOME

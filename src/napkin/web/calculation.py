@@ -28,12 +28,6 @@ GRID_CAP_FIELDS = ("max_configurations", "max_configs", "max_grid")
 WEB_GRID_CAP = 200_000
 
 
-# The numbers the web takes, in size, in base units (0 aside): no physical input to these calculators is
-# larger than 1e30 (a frontier training run is about 1e26 FLOP, a year about 3e7 s) or smaller than 1e-30,
-# and within them the products and quotients a calculation forms stay far inside the range of a float;
-# 1.7e308 GPUs or 5e-324 tokens overflowed to inf or divided by zero (issue 15).
-WEB_NUMBER_RANGE = (1e-30, 1e30)
-
 
 def calculator(name: str) -> Any:
     """The registered Calculator (UnknownName for a name not in the registry).
@@ -64,8 +58,8 @@ def web_checks(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     A ``path`` field must be an upload and a ``name`` field a catalog name (or, for a model, an
     uploaded config.json), also inside free-text lists such as serve's waterfall
     (:mod:`napkin.web.names`); a field takes a value, a list of values or NAME: VALUE pairs,
-    never deeper nesting, and a single-value field never a list. Planner grids and the range of
-    numbers are checked in :func:`parse`.
+    never deeper nesting, and a single-value field never a list. Planner grids are capped in
+    :func:`parse` (the range of every number is the request layer's, :mod:`napkin.limits`).
     """
     from napkin.request import field_name
     from napkin.web.names import check_field
@@ -112,35 +106,13 @@ def with_grid_cap(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_numbers(req: Any, infos: dict[str, Any]) -> None:
-    """Every number of a parsed request within the web's range (:data:`WEB_NUMBER_RANGE`), else InputError."""
-    from napkin import units
-
-    low, high = WEB_NUMBER_RANGE
-    for info in infos.values():
-        if info.kind not in units.KINDS and info.kind != "int":
-            continue
-        value = getattr(req, info.name, None)
-        values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
-        for v in values:
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0 and not low <= abs(v) <= high:
-                raise InputError(info.name, f"{float(v):.4g}", f"must be 0 or between {_e(low)} and {_e(high)} in size "
-                                 "(in base units) on the web page",
-                                 "no physical input is outside that range (a frontier training run is about "
-                                 "1e26 FLOP), and numbers beyond it overflow the arithmetic")
-
-
-def _e(x: float) -> str:
-    return f"{x:.0e}".replace("e+", "e")  # 1e30, 1e-30
-
-
 def parse(name: str, raw: dict[str, Any]) -> Any:
-    """The calculator's request from raw values, within the web's planner caps and range of numbers."""
+    """The calculator's request from raw values (every number within its physical range, :mod:`napkin.limits`),
+    within the web's planner caps."""
     from napkin.request import parse_request
 
     calc = calculator(name)
     req = parse_request(calc.request, with_grid_cap(name, raw))
-    check_numbers(req, field_infos(calc))
     for cap in GRID_CAP_FIELDS:
         value = getattr(req, cap, None)
         if isinstance(value, (int, float)) and value > WEB_GRID_CAP:

@@ -35,12 +35,10 @@ def read_trace(path: str, *, rate: float | None, seed: int, limit: int | None) -
 
     from napkin.formulas.simulation import poisson_arrivals
 
+    from napkin.files import read_bounded
+
     try:
-        from napkin.files import read_bounded
         text = read_bounded(path, "trace", MAX_TRACE_BYTES).decode("utf-8", errors="strict")
-    except ImportError:  # pragma: no cover - napkin.files arrives with the ledger hardening
-        with open(path, "rb") as fh:
-            text = fh.read(MAX_TRACE_BYTES + 1).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("trace", path, "is not UTF-8 text", "give a CSV or JSONL file") from None
     rows = _rows(text, path)

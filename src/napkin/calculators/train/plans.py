@@ -17,7 +17,7 @@ from napkin.calculators.train.inputs import parse_goodput
 from napkin.calculators.train.request import TrainRequest
 from napkin.derivation import Report
 from napkin.errors import InputError, NapkinError
-from napkin.request import write_config
+from napkin.request import fields, write_config
 from napkin.units import fmt_auto
 from napkin.units import format as fmt
 
@@ -72,7 +72,11 @@ def thaw_defaults(req: TrainRequest) -> tuple[TrainRequest, dict[str, Any]]:
         return req, {}
     today = _today_defaults(req)
     thawed, stale = {}, {}
+    inputs = {f.name for f in fields(type(req))}
     for name in req.assumed:
+        if name not in inputs:  # --save writes input names only: this plan was edited or damaged
+            raise InputError("assumed", name, "is not an input of napkin train",
+                             "list the inputs the plan took from defaults, or drop the line")
         if name not in today or getattr(req, name, None) is None:
             continue
         if name == "goodput" and str(req.goodput).strip().lower() == "auto":
@@ -145,9 +149,6 @@ def plan_values(req: Any, report: Any) -> tuple[dict[str, Any], list[str]]:
 def save_plan(path: str, req: Any, report: Any) -> None:
     """Write the plan (every input) as TOML that `--config` reads back; defaults are listed in comments."""
     values, defaults = plan_values(req, report)
-    write_config(path, values, command="train")
-    if defaults:
-        with open(path, "a") as fh:
-            fh.write("# inputs that were defaults when planned (replace them with measurements):\n")
-            for line in defaults:
-                fh.write(f"#   {line}\n")
+    trailer = ["# inputs that were defaults when planned (replace them with measurements):",
+               *(f"#   {line}" for line in defaults)] if defaults else []
+    write_config(path, values, command="train", trailer=trailer)
