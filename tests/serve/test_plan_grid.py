@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from napkin import calculate
+from napkin.errors import InputError
 from napkin.plan.serve import PlanServeRequest, evaluate_compact, evaluate_grid, grid, pareto_front, select
 from napkin.plan.serve.request import grid_size, objectives
 from napkin.request import parse_request
@@ -127,9 +128,13 @@ def test_best_per_workload_is_the_cheapest_row_of_each():
 
 
 def test_a_vanishing_rate_still_needs_one_replica():
-    """Found by the fuzz (1e-30 requests/s): zero replicas and -inf tokens/s per GPU; one replica carries it."""
-    r = calculate("plan-serve", model="llama-3.1-70b", rate=1e-30, gpu="h100-sxm")
+    """Found by the fuzz (1e-30 requests/s gave zero replicas and -inf tokens/s per GPU): the smallest rate
+    napkin.limits lets through needs one replica; below it the rate is refused in one line."""
+    r = calculate("plan-serve", model="llama-3.1-70b", rate=1e-9, gpu="h100-sxm")
     assert all(x["replicas"] == 1 and x["tokens_per_s_per_gpu"] >= 0 for x in r["ranking"])
+    with pytest.raises(InputError) as e:
+        calculate("plan-serve", model="llama-3.1-70b", rate=1e-30, gpu="h100-sxm")
+    assert e.value.field == "rate" and "at least" in e.value.problem
 
 
 def test_the_grid_counts_every_configuration_it_was_asked():

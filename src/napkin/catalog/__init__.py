@@ -110,8 +110,6 @@ def model(name: str, field: str = "model") -> ModelSpec:
     key = _model_index().get(_norm(text))
     if key is not None:
         return models()[key]
-    from pathlib import Path
-
     from napkin.catalog import hf, hf_cache
 
     if _on_disk(text) or text.endswith(".json"):
@@ -127,6 +125,8 @@ def model(name: str, field: str = "model") -> ModelSpec:
 def _on_disk(text: str) -> bool:
     """Whether ``text`` names something on disk (a broken or looping symlink too); a name the file
     system refuses (over 255 bytes) counts, so that loading it says why."""
+    from pathlib import Path
+
     try:
         os.lstat(Path(text).expanduser())
     except (FileNotFoundError, NotADirectoryError, ValueError):
