@@ -646,3 +646,11 @@ def test_the_journey_tabs_rungs_read_as_the_cli_prints_them(client, run_cli):
         key, value = line.split(": ", 1)
         if key != "prompt":
             assert re.search(rf"^  {re.escape(key)} +{re.escape(value)}(  = .*)?$", text, re.M), line
+
+
+def test_the_page_cannot_start_a_refit(client):
+    """`validate --fit` re-fits leave-sources-out (minutes of CPU): the command line's, not a web request's."""
+    r = client.post("/api/validate", json={"group": "serving", "fit": "true"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "fit" and r.json()["problem"] == "is not available on the web page"
+    assert "fit" not in [f["name"] for f in client.get("/api/validate").json()["fields"]]

@@ -29,7 +29,8 @@ class ValidateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     group: Annotated[str, field("choice", "which measurements: serving, training or all",
                                 choices=("serving", "training", "all"))] = "all"
     fit: Annotated[bool, field("bool", "re-fit the fitted parameters leave-sources-out (minutes) and print the "
-                                       "tables to store in catalog/efficiency.toml")] = False
+                                       "tables to store in catalog/efficiency.toml (the command line only: "
+                                       "a web request may not start minutes of work)", cli_only=True)] = False
 
 
 def fold_of(source: str, sources: list[str]) -> str:
