@@ -158,6 +158,14 @@ def environment(tmp: str) -> None:
     os.environ["NAPKIN_CACHE_DIR"] = os.path.join(tmp, "napkin-cache")
 
 
+def temporary_environment() -> tempfile.TemporaryDirectory:
+    """:func:`environment` in a temporary folder of its own, removed when the returned object is dropped
+    (the other benchmark scripts' set-up)."""
+    tmp = tempfile.TemporaryDirectory()
+    environment(tmp.name)
+    return tmp
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (a rough look, not the figures to quote)")

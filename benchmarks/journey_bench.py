@@ -28,19 +28,10 @@ def median_s(cmd: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def _temporary_environment() -> object:
-    """Catalog copies and bytecode in a temporary folder (benchmarks/floors.py), removed when it is dropped."""
-    import tempfile
-
-    from floors import environment
-
-    tmp = tempfile.TemporaryDirectory()
-    environment(tmp.name)
-    return tmp
-
-
 def main() -> None:
-    tmp = _temporary_environment()  # noqa: F841 - kept until main returns
+    from floors import temporary_environment
+
+    tmp = temporary_environment()  # noqa: F841 - kept until main returns
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args()

@@ -36,19 +36,10 @@ def line(name: str, n: int, wall: float, cpu: float, note: str = "") -> None:
           f"{n / cpu / 1e6:7.2f} M/s CPU ({cpu * 1e3:7.1f} ms){note}")
 
 
-def _temporary_environment() -> object:
-    """Catalog copies and bytecode in a temporary folder (benchmarks/floors.py), removed when it is dropped."""
-    import tempfile
-
-    from floors import environment
-
-    tmp = tempfile.TemporaryDirectory()
-    environment(tmp.name)
-    return tmp
-
-
 def main() -> None:
-    tmp = _temporary_environment()  # noqa: F841 - kept until main returns
+    from floors import temporary_environment
+
+    tmp = temporary_environment()  # noqa: F841 - kept until main returns
     import msgspec
 
     import napkin

@@ -67,19 +67,10 @@ def round_trips(port: int, path: str, body: dict, repeat: int) -> list[float]:
     return out
 
 
-def _temporary_environment() -> object:
-    """Catalog copies and bytecode in a temporary folder (benchmarks/floors.py), removed when it is dropped."""
-    import tempfile
-
-    from floors import environment
-
-    tmp = tempfile.TemporaryDirectory()
-    environment(tmp.name)
-    return tmp
-
-
 def main() -> None:
-    tmp = _temporary_environment()  # noqa: F841 - kept until main returns
+    from floors import temporary_environment
+
+    tmp = temporary_environment()  # noqa: F841 - kept until main returns
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=200)
     args = ap.parse_args()
