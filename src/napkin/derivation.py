@@ -22,6 +22,8 @@ import msgspec
 from napkin import units
 
 
+_JSON_ESCAPES = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x7F: "\\u007f"}  # only ever inside JSON strings
+
 class Step(msgspec.Struct, frozen=True):  # a Struct, not a dataclass: made in C, so a plain answer starts fast
     """One line of working: ``name = formula`` with its values substituted."""
 
@@ -179,9 +181,12 @@ class Report:
         return out
 
     def to_json(self, indent: int | None = 2, *, cite: bool = False) -> str:
+        """JSON, UTF-8 kept; the characters JSON allows raw but a terminal or a JavaScript parser takes for
+        a line break or hides (U+2028, U+2029, DEL) are escaped, as every other control character is."""
         import json
 
-        return json.dumps(self.to_dict(cite=cite), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
+        text = json.dumps(self.to_dict(cite=cite), indent=indent, allow_nan=False, default=str, ensure_ascii=False)
+        return text.translate(_JSON_ESCAPES)
 
     def rows(self) -> list[tuple[str, str]]:
         """(key, formatted value) for every scalar result, in insertion order."""

