@@ -40,3 +40,20 @@ def test_show_refuses_a_run_it_cannot_split_in_one_line():
     with pytest.raises(InputError) as e:
         calculate("tokens", text="y" * 5_000, show=True)
     assert e.value.field == "show" and "5,000 characters of one kind" in e.value.problem
+
+
+def test_json_escapes_the_characters_a_terminal_takes_for_a_line_break(run_cli):
+    """Found by the CLI fuzz (`tokens --show --json` of a text holding DEL): JSON may carry U+2028, U+2029
+    and DEL raw, but a terminal or a JavaScript parser reads them as a break or hides them."""
+    import json
+
+    from napkin.derivation import Report
+
+    out = run_cli("tokens", "a\x7fb", "--show", "--json").stdout
+    assert "\x7f" not in out and "\\u007f" in out
+    assert "".join(json.loads(out)["pieces"]) == "a\x7fb"
+    r = Report("t")
+    r.note("one\u2028two\u2029three\x7f")
+    text = r.to_json()
+    assert not {"\u2028", "\u2029", "\x7f"} & set(text)
+    assert json.loads(text)["notes"] == ["one\u2028two\u2029three\x7f"]
