@@ -82,17 +82,9 @@ def in_process(a: argparse.Namespace) -> None:
         print(f"best: {a.rows / best / 1e6:.2f}M rows/s ({best:.2f} s for {a.rows:,} rows)")
 
 
-def _timed(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds: user + system) of one run of ``cmd``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def vs_polars(a: argparse.Namespace) -> None:
+    from floors import _run as floors_run  # (wall, CPU) seconds of one run, as floors.py times them
+
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "steps.csv")
         make_log(path, a.rows, a.iso)
@@ -100,11 +92,11 @@ def vs_polars(a: argparse.Namespace) -> None:
         ours = [*REPORT, path]
         print(f"{a.rows:,} rows, {os.path.getsize(path) / 1e6:,.0f} MB; {a.repeat} interleaved runs of each "
               f"(one process each, {sys.executable})")
-        _timed(bare), _timed(ours)  # warm the page cache and the bytecode
+        floors_run(bare), floors_run(ours)  # warm the page cache and the bytecode
         t_bare, t_ours = [], []
         for _ in range(a.repeat):
-            t_bare.append(_timed(bare))
-            t_ours.append(_timed(ours))
+            t_bare.append(floors_run(bare))
+            t_ours.append(floors_run(ours))
         for what, i in (("wall", 0), ("CPU (user + system)", 1)):
             b, o = statistics.median(x[i] for x in t_bare), statistics.median(x[i] for x in t_ours)
             print(f"{what}: bare polars.read_csv median {b:.3f} s, napkin ledger report median {o:.3f} s: "

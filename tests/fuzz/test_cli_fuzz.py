@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from napkin import calculators, derivation, units
+from napkin import calculators, units
 from napkin.errors import quote
 from napkin.request import fields
 from napkin.web.examples import EXAMPLES
@@ -333,21 +333,6 @@ def check(tally: Tally, argv: list[str], code: int, out: str, err: str, non_fini
     tally.check(not non_finite, "non-finite figure", (argv, non_finite[:3]))
 
 
-@pytest.fixture(scope="module")
-def non_finite():
-    """Infinite numbers a report held when it was turned into JSON (written as null: a figure that overflowed)."""
-    seen: list[float] = []
-    real = derivation._plain
-
-    def spy(v: Any) -> Any:
-        if isinstance(v, float) and math.isinf(v):
-            seen.append(v)
-        return real(v)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(derivation, "_plain", spy)
-    yield seen
-    mp.undo()
 
 
 @pytest.mark.parametrize("words", sorted(COMMANDS))

@@ -22,7 +22,6 @@ about 20 s on two busy cores); ``make fuzz`` sets 2,000, 40,000 requests. The co
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import unicodedata
@@ -34,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from napkin import calculators, derivation, units
+from napkin import calculators, units
 from napkin.request import fields
 from napkin.web.app import create_app
 from napkin.web.examples import EXAMPLES
@@ -73,25 +72,6 @@ def client(request, tmp_path_factory):
                 reporter.write_line(f"  {name:12s} " + ", ".join(f"{code}: {n:,}" for code, n in sorted(counts.items())))
 
 
-@pytest.fixture(scope="module")
-def non_finite():
-    """Infinite numbers a report held when it was turned into JSON (shown as null: a figure that overflowed).
-
-    A NaN is not counted: napkin writes 0/0 as NaN on purpose for a ratio that has no value (the
-    characters per token of an empty file), which the JSON shows as null and the table as "-".
-    """
-    seen: list[float] = []
-    real = derivation._plain
-
-    def spy(v: Any) -> Any:
-        if isinstance(v, float) and math.isinf(v):
-            seen.append(v)
-        return real(v)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(derivation, "_plain", spy)
-    yield seen
-    mp.undo()
 
 
 # ------------------------------------------------------------------------ values, from field metadata
