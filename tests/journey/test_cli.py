@@ -286,3 +286,12 @@ def test_rich_rendering_escapes_markup(capsys):
     assert "warning [does-not-fit]: Llama 3.1 405B at fp8 needs" in out
     render_doc.print_card_rich(render_doc.data(calculate("card")))
     assert "590.7" in capsys.readouterr().out  # the ridge point row
+
+
+def test_gpus_that_do_not_divide_the_heads_are_said(run_cli):
+    """serve refuses --gpus 11 for a 64-head model; the journey walks on, and says no engine splits it so."""
+    out = run_cli("journey", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "11").stdout
+    assert ("warning [uneven-heads]: tensor parallelism over 11 GPUs does not divide Llama 3.1 70B's 64 attention "
+            "heads evenly: the journey times an even split, which no engine runs; a real deployment rounds up to 16 "
+            "GPUs (or adds pipeline stages)\n") in out
+    assert "uneven-heads" not in run_cli("journey", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "8").stdout

@@ -53,6 +53,12 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
     e = rep.efficiencies(g, compute_precision, given=rep.Given(bandwidth=req.bandwidth_fraction), r=r)
     r.set("gemm_efficiency", e.gemm, "fraction")
     r.set("bandwidth_efficiency", e.bandwidth, "fraction")
+    if m.n_heads % t.n_gpus and not t.grown:  # (a cluster grown to fit notes its own rounding)
+        up = [d for d in (1, 2, 4, 8, 16, 32, 64, 128) if m.n_heads % d == 0 and d >= t.n_gpus]
+        r.warn("uneven-heads", f"tensor parallelism over {t.n_gpus} GPUs does not divide {m.name}'s {m.n_heads} "
+                               f"attention heads evenly: the journey times an even split, which no engine runs; "
+                               f"a real deployment rounds up to {up[0] if up else m.n_heads} GPUs (or adds "
+                               f"pipeline stages)")
     t.replica = rep.replica(m, g, tp=t.n_gpus, bytes_per_weight=t.bytes_per_param,
                             kv_bytes_per_value=t.kv_bytes_per_value, e=e, compute_precision=compute_precision,
                             link_bytes_per_s_per_direction=tp_link(r, t))

@@ -22,6 +22,7 @@ class Trip:
     m: ModelSpec
     g: Accelerator
     n_gpus: int
+    grown: bool = False  # n_gpus was raised to what the weights and the KV cache need (its rounding is noted)
     prompt_tokens: int = 0
     n_total: float = 0.0
     n_active: float = 0.0

@@ -68,7 +68,7 @@ def fit(r: Report, t: Trip) -> float:
                                f"this request's KV cache; {t.n_gpus} × {g.name} hold "
                                f"{units.format(capacity, 'bytes')}. It takes at least {need} GPUs; the rest of the "
                                f"journey runs on {need}")
-        t.n_gpus = need
+        t.n_gpus, t.grown = need, True
         pow2 = 1 << (need - 1).bit_length()
         if pow2 != need:
             r.note(f"tensor parallelism splits the {m.n_heads} heads evenly, so a real deployment rounds {need} GPUs "
