@@ -78,3 +78,12 @@ def test_a_sweep_plans_each_cluster_on_its_own(run_cli):
                                 "marginal", "$/M", "loaded"]
     assert table[2].split()[:2] == ["8", f"{alone[8]['mfu']:.1%}"]
     assert table[3].split()[:2] == ["4096", f"{alone[4096]['mfu']:.1%}"]
+
+
+def test_the_api_lists_the_word_the_field_takes():
+    """The web page and the API's field list say that --mfu takes 'auto' beside a fraction."""
+    from napkin.calculators.train.request import TrainRequest
+    from napkin.request import fields
+
+    mfu = next(f for f in fields(TrainRequest) if f.name == "mfu").to_dict()
+    assert mfu["kind"] == "fraction" and mfu["words"] == ["auto"]

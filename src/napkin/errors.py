@@ -107,6 +107,12 @@ def quote(text: object) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
 
 
+def quote_lines(text: str) -> str:
+    """Text for the terminal with each line quoted (:func:`quote`): a name or note from the user's input
+    stays on its line, and the report's own line breaks are kept."""
+    return "\n".join(quote(line) for line in text.split("\n"))
+
+
 def _show(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"

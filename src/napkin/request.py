@@ -87,7 +87,7 @@ class FieldInfo(typing.NamedTuple):
         d = {"name": self.name, "kind": self.kind, "doc": self.doc, "container": self.container or None,
              "required": self.required, "default": None if self.default is msgspec.NODEFAULT else self.default,
              "bounds": bounds, "choices": self.meta.get("choices", []), "option": self.option}
-        for key in ("example", "unit"):
+        for key in ("example", "unit", "words"):
             if key in self.meta:
                 d[key] = self.meta[key]
         return d

@@ -15,7 +15,8 @@ from typing import Any, Callable
 import click
 
 from napkin.cli.collect import OPTION_TWIN, collect  # noqa: F401  (shared with napkin.cli.quick)
-from napkin.errors import InputError, NapkinError, quote
+from napkin.errors import NapkinError, quote
+from napkin.errors import quote_lines as plain
 from napkin.request import read_config, write_config  # noqa: F401  (the CLI's plan files)
 
 
@@ -27,11 +28,6 @@ def fail(message: str) -> None:
     """
     click.echo(f"error: {quote(message)}", err=True)
     sys.exit(1)
-
-
-def plain(text: str) -> str:
-    """Text for the terminal with each line quoted: a name or note from the user's input stays on its line."""
-    return "\n".join(quote(line) for line in text.split("\n"))
 
 
 def guarded(fn: Callable) -> Callable:

@@ -112,10 +112,7 @@ def answer(args: list[str]) -> bool:
 
 def _text(report: Any, *, as_json: bool, explain: bool, cite: bool) -> str:
     """What :func:`napkin.cli.common.emit` prints when the output is not a rich table."""
-    from napkin.errors import quote
-
-    def plain(text: str) -> str:  # as napkin.cli.common.plain: each line quoted, so no input forges a line
-        return "\n".join(quote(line) for line in text.split("\n"))
+    from napkin.errors import quote_lines as plain  # as emit: each line quoted, so no input forges a line
 
     if as_json:
         return report.to_json(cite=cite) if cite else report.to_json()

@@ -54,7 +54,7 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
     r.set("gemm_efficiency", e.gemm, "fraction")
     r.set("bandwidth_efficiency", e.bandwidth, "fraction")
     if m.n_heads % t.n_gpus and not t.grown:  # (a cluster grown to fit notes its own rounding)
-        up = [d for d in (1, 2, 4, 8, 16, 32, 64, 128) if m.n_heads % d == 0 and d >= t.n_gpus]
+        up = [d for d in range(t.n_gpus, m.n_heads + 1) if m.n_heads % d == 0]
         r.warn("uneven-heads", f"tensor parallelism over {t.n_gpus} GPUs does not divide {m.name}'s {m.n_heads} "
                                f"attention heads evenly: the journey times an even split, which no engine runs; "
                                f"a real deployment rounds up to {up[0] if up else m.n_heads} GPUs (or adds "

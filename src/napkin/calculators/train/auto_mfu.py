@@ -15,9 +15,7 @@ from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
-
-PLANNER_PRECISIONS = ("bf16", "fp8")  # the GEMM precisions `napkin plan train` models
-
+from napkin.request import fields
 
 def planned_mfu(r: Report, req: Any, g: Accelerator | None, m: ModelSpec | None) -> float:
     """MFU from `napkin plan train`'s best layout for --model on --gpus x --gpu (recorded as an assumption)."""
@@ -31,13 +29,14 @@ def planned_mfu(r: Report, req: Any, g: Accelerator | None, m: ModelSpec | None)
     if req.gpus is None:
         raise InputError("mfu", "auto", "needs the cluster size the layout is planned for",
                          "give --gpus K (with --deadline, plan first: napkin plan train --deadline ...)")
-    if req.precision not in PLANNER_PRECISIONS:
-        raise InputError("mfu", "auto", f"plans bf16 or fp8 training, not {req.precision}",
-                         "give --precision bf16 or fp8, or a number such as --mfu 0.4")
     if getattr(req, "mfu_convention", None):
         raise InputError("mfu_convention", req.mfu_convention, "says how a given --mfu was measured; --mfu auto is "
                          "planned under this plan's --flops-convention", "drop --mfu-convention")
     plan = calculators.get("plan-train")  # composed through the registry: train does not reach into the planner
+    planned = next(f for f in fields(plan.request) if f.name == "precision").meta["choices"]  # what it models
+    if req.precision not in planned:
+        raise InputError("mfu", "auto", f"plans {' or '.join(planned)} training, not {req.precision}",
+                         f"give --precision {' or '.join(planned)}, or a number such as --mfu 0.4")
     raw: dict[str, Any] = dict(model=req.model, gpu=g.key, gpus=[req.gpus], precision=req.precision,
                                flops_convention=req.flops_convention, top=1)
     if req.seq_len is not None:

@@ -15,7 +15,6 @@ from napkin.calculators.resolve import (assume_default, resolve_flops_per_token,
                                         warn_if_stale_price)
 from napkin.derivation import Report
 from napkin.errors import InputError
-from napkin.formulas import flops
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
 from napkin.request import check_bounds

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from napkin.calculators.resolve import given_or_default, model_or_none, peak_of, resolve_params
+from napkin.calculators.resolve import model_or_none, peak_of, resolve_params
 from napkin.calculators.train.auto_goodput import resolve_goodput
 from napkin.calculators.train.cluster import size_cluster
 from napkin.calculators.train.energy import energy, thresholds
@@ -23,7 +23,7 @@ from napkin.calculators.train.report import TrainReport
 from napkin.calculators.train.request import TrainRequest
 from napkin.calculators.train.sensitivity import Inputs, sensitivity
 from napkin.errors import InputError
-from napkin.formulas import energy as en, memory as mem, training as T
+from napkin.formulas import memory as mem, training as T
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
 from napkin.units import format as fmt
