@@ -37,6 +37,10 @@ SCRIPT = textwrap.dedent("""
         trainer = L.Trainer(max_steps=6, accelerator="cpu", devices=2, strategy="ddp", logger=False, callbacks=[cb],
                             enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
         trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=8))
+        # Tear the gloo group down before the interpreter does: left to exit, its threads are sometimes
+        # destroyed while still joinable and the process aborts ("terminate called without an active exception").
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 """)
 
 
