@@ -115,3 +115,26 @@ def test_the_bounded_median_is_numpys(values, monkeypatch):
     for i in range(0, len(values), 4):
         v.add(np.array(values[i:i + 4]))
     assert median_mod.median(v) == float(np.median(values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lengths=st.lists(st.integers(0, 120), min_size=0, max_size=80), size=st.integers(8, 400),
+       tail=st.integers(1, 64), last_newline=st.booleans())
+def test_pieces_are_whole_lines_and_add_up_to_the_log(lengths, size, tail, last_newline):
+    """Each piece read (the tail window looked at first, then the piece to its last line end) is whole lines,
+    no longer than the piece size when every line fits in one, and the pieces add up to the log byte for byte."""
+    import io
+
+    text = b"".join(bytes([97 + i % 26]) * n + b"\n" for i, n in enumerate(lengths))
+    if text and not last_newline:
+        text = text[:-1]
+    original = lines.TAIL_BYTES
+    lines.TAIL_BYTES = tail
+    try:
+        pieces = list(lines.LineChunks(io.BytesIO(text), size=size, max_line=10_000))
+    finally:
+        lines.TAIL_BYTES = original
+    assert b"".join(pieces) == text
+    assert all(p.endswith(b"\n") for p in pieces[:-1])
+    if max(lengths, default=0) + 1 <= size:
+        assert all(len(p) <= size for p in pieces)

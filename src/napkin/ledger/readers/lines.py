@@ -21,6 +21,7 @@ from napkin.units import MEBI
 CHUNK_BYTES = int(8 * MEBI)  # a piece of the log read at once (4 to 16 MiB read fastest on a 2-core machine)
 MAX_LINE_BYTES = int(16 * MEBI)  # longer is not a log line
 SPILL_AFTER_BYTES = int(160 * MEBI)  # records held in memory before the rest go to a temporary file
+TAIL_BYTES = 65536  # the end of a piece looked at first, for its last line end
 LONG = object()  # marks an over-long line in the chunk stream
 
 
@@ -33,18 +34,31 @@ class LineChunks:
         self.size, self.max_line = size or CHUNK_BYTES, max_line or MAX_LINE_BYTES
         self.done = 0
 
-    def _read(self) -> bytes:
-        buf = self.fh.read(self.size)
+    def _read(self, n: int = 0) -> bytes:
+        buf = self.fh.read(n or self.size)
         self.done += len(buf)
         if self.progress is not None and buf:
             self.progress(self.done)
         return buf.replace(b"\r", b"\n") if self.cr_only else buf
 
+    def _read_whole_lines(self) -> bytes:
+        """The next piece of a seekable stream, ending at the last line end in its last ``TAIL_BYTES``: that
+        window is read first, so the piece is read to its size and never cut (a cut copies the piece, and a
+        fresh 8 MiB copy costs 4-5x its read). A piece with no line end in that window is read whole."""
+        at = self.fh.tell()
+        self.fh.seek(self.size - TAIL_BYTES, 1)
+        tail = self.fh.read(TAIL_BYTES)
+        self.fh.seek(at)
+        end = tail.rfind(b"\n")
+        if len(tail) < TAIL_BYTES or end < 0:  # the stream ends in the window, or a long line: read it all
+            return self._read()
+        return self._read(self.size - TAIL_BYTES + end + 1)
+
     def __iter__(self) -> Iterator[Any]:
         seekable = self.fh.seekable()
         rest = b""
         while True:
-            buf = self._read()
+            buf = self._read_whole_lines() if seekable and not rest and self.size > TAIL_BYTES else self._read()
             if not buf:
                 if rest:
                     yield rest
