@@ -124,12 +124,12 @@ class Watch:
 
 @pytest.fixture
 def watch(page, server) -> Watch:
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # a 2-core CI runner under the whole suite; a pass takes well under 1 s
     return Watch(page, server)
 
 
 @pytest.fixture
 def cited_watch(page, cited_server) -> Watch:
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # a 2-core CI runner under the whole suite; a pass takes well under 1 s
     return Watch(page, cited_server)
 
