@@ -38,7 +38,8 @@ SCRIPT = textwrap.dedent("""
                             enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
         trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=8))
         # Tear the gloo group down before the interpreter does: left to exit, its threads are sometimes
-        # destroyed while still joinable and the process aborts ("terminate called without an active exception").
+        # destroyed while still joinable and the process aborts ("terminate called without an active exception";
+        # pytorch/pytorch#190489, and #179291 on the SIGABRT at interpreter finalization).
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
 """)
