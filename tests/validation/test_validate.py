@@ -63,3 +63,17 @@ def test_serve_cites_its_error_bar():
     r = napkin.serve(model="llama-3.1-8b", gpu="h100", batch=16)
     bar = r["error_bar"]["tpot_s"]
     assert bar.startswith("median error ") and "published H100 points, out of sample" in bar
+
+
+def test_plan_serve_cites_the_error_bar_of_its_best_gpu():
+    """The planner's best row names the error bar `napkin serve` gives on the same GPU: its family's where it
+    has three points or more (H100), all points otherwise (B200)."""
+    from napkin.catalog.efficiency import error_bars
+
+    h100 = napkin.plan_serve(model="llama-3.1-8b", gpu=["h100"], prompt=1000, output=200)
+    assert h100["best_error_bar"] == napkin.serve(model="llama-3.1-8b", gpu="h100")["error_bar"]
+    b200 = napkin.plan_serve(model="llama-3.1-8b", gpu=["b200"], prompt=1000, output=200)
+    cell = error_bars()["throughput"]["all"]
+    assert b200["best_error_bar"]["tokens_per_s"] == (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) "
+                                                      f"on {cell['n']} published points, out of sample")
+    assert error_bars()["throughput"].get("b200", {}).get("n", 0) < 3

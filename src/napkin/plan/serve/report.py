@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from napkin import units
+from napkin import catalog, units
+from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.calculators.steps import kv_window_note
 from napkin.derivation import Report
@@ -167,6 +168,9 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     r.set("best_ttft_s", b["ttft_s"], "seconds")
     if "tpot_s" in b:
         r.set("best_tpot_s", b["tpot_s"], "seconds")
+    bar = rep.error_bars(catalog.gpu(b["gpu"]))  # what `napkin validate` found on the best one's GPU family
+    if bar:
+        r.set("best_error_bar", bar)
     if b["tp_beyond_scale_up"]:
         domain = next(h["domain"] for h in g.axes.hw if h["key"] == b["gpu"])
         r.note(f"the best configuration's TP {b['tp']} spans more than the {domain:g} GPUs of one scale-up "
