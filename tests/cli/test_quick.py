@@ -10,6 +10,7 @@ interpreter: an import check, not a timing).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -176,3 +177,19 @@ def test_the_command_reads_its_types_without_typing_extensions():
     assert done.stderr.strip().splitlines()[-2] == "[]"  # the plain answer; click itself imports inspect
     assert json.loads(done.stdout.split("\n}\n")[0] + "\n}")["weights_bytes"] == 140e9
     assert "as mfu varies" in done.stdout and "$0.0" in done.stdout
+
+
+@pytest.mark.parametrize("env, args, expected", [
+    ({}, ["ledger", "report", "x.csv"], "1"),  # napkin's numpy never calls BLAS: one thread, no pool
+    ({"OPENBLAS_NUM_THREADS": "4"}, ["plan", "serve"], "4"),  # the environment's number is kept
+    ({}, ["measure"], None),  # a CPU matmul sweep may run on a BLAS: left as it is
+])
+def test_the_command_starts_one_blas_thread_unless_told(env, args, expected):
+    """numpy's OpenBLAS pool spins up at import (about 0.1 CPU-s on 2 cores) and napkin's numpy never uses it."""
+    code = (f"import os\nfrom napkin.cli import _one_blas_thread\n_one_blas_thread({args!r})\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**clean, **env})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(expected)

@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     from napkin.cli.quick import answer
 
     args = sys.argv[1:] if argv is None else list(argv)
+    _one_blas_thread(args)
     gc.disable()  # a start allocates many objects and frees few: collecting them would only cost time
     try:
         answered = answer(args)
@@ -67,6 +68,21 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="napkin")
     finally:
         gc.set_threshold(*threshold)
+
+
+def _one_blas_thread(args: list[str]) -> None:
+    """One OpenBLAS thread for the command, unless the environment names a number.
+
+    numpy's OpenBLAS starts its pool of threads when numpy is imported, and they spin before they
+    sleep: on a 2-core machine that is about 0.1 CPU-second of every command that imports numpy
+    (`ledger report`, `plan serve`, `validate`), taken from the work polars does beside it. napkin's
+    numpy is element-wise and never calls BLAS, so the pool does nothing for it. `napkin measure` is
+    left as it is (a CPU matmul sweep may run on a BLAS), and so is a library user's ``import napkin``.
+    """
+    import os
+
+    if not args or args[0] != "measure":
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _import_msgspec() -> None:
