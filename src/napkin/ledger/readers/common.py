@@ -156,8 +156,8 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
         start = pl.DataFrame({"line": [0], "step": [float(out.origin[0])], "t_wall": [out.origin[1]]},
                              schema={"line": pl.Int64, "step": pl.Float64, "t_wall": pl.Float64})
         df = pl.concat([pl.concat([start, first], how="horizontal"), df], how="diagonal_relaxed")
-    df = df.with_columns(pl.col("step").cast(pl.Int64))
-    frame = df.select(["line", *FIELDS, *[c for c in df.columns if c not in FIELDS and c != "line"]]).rechunk()
+    frame = df.select(["line", pl.col("step").cast(pl.Int64), *FIELDS[1:],
+                       *[c for c in df.columns if c not in FIELDS and c != "line"]]).rechunk()
     if out.frames is None:
         from napkin.ledger.readers.lines import FrameStore
 
