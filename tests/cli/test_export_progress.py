@@ -41,7 +41,7 @@ def test_plan_serve_csv(run_cli, tmp_path):
     rows = _rows(path)
     ranking = json.loads(run_cli(*args, "--json").stdout)["ranking"]
     assert len(rows) == len(ranking) > 0
-    assert [float(x["usd_per_million_output_tokens"]) for x in rows] == [r["usd_per_million_output_tokens"]
+    assert [float(x["usd_per_million_tokens_all_in"]) for x in rows] == [r["usd_per_million_tokens_all_in"]
                                                                        for r in ranking]
 
 

@@ -124,12 +124,13 @@ PLAN_H100 = (
     '  best                                3 x 4 h100-sxm (bf16, TP 4, batch 64)\n'
     '  best_total_gpus                     12\n'
     '  best_fleet_usd_per_hour             $30/h\n'
-    '  best_usd_per_million_output_tokens  $2.778/M\n'
+    '  best_usd_per_million_tokens_all_in  $2.778/M\n'
     '  best_ttft_s                         95.93 ms\n'
     '  best_tpot_s                         40.52 ms\n'
     '  best_error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
+    "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
     "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
@@ -137,10 +138,10 @@ PLAN_H100 = (
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
-    '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h   $/M out  bound\n'
-    '  h100-sxm  bf16     4   4   1     64         3     12  95.93 ms   40.52 ms           250/s      $30/h  $2.778/M  compute\n'
-    '  h100-sxm  bf16     8   8   1     64         2     16  66.19 ms   28.63 ms         187.5/s      $40/h  $3.704/M  compute\n'
-    '  h100-sxm  bf16     4   2   2     64         4     16  87.87 ms   47.77 ms         187.5/s      $40/h  $3.704/M  bandwidth\n'
+    '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h  $/M all-in  bound\n'
+    '  h100-sxm  bf16     4   4   1     64         3     12  95.93 ms   40.52 ms           250/s      $30/h    $2.778/M  compute\n'
+    '  h100-sxm  bf16     8   8   1     64         2     16  66.19 ms   28.63 ms         187.5/s      $40/h    $3.704/M  compute\n'
+    '  h100-sxm  bf16     4   2   2     64         4     16  87.87 ms   47.77 ms         187.5/s      $40/h    $3.704/M  bandwidth\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
@@ -165,23 +166,24 @@ PLAN_MAX_RATE = (
     '  best_total_gpus                     4\n'
     '  best_requests_per_s_per_replica     3.685/s\n'
     '  best_fleet_usd_per_hour             $10/h\n'
-    '  best_usd_per_million_output_tokens  $2.513/M\n'
+    '  best_usd_per_million_tokens_all_in  $2.513/M\n'
     '  best_ttft_s                         95.93 ms\n'
     '  best_tpot_s                         40.52 ms\n'
     '  best_error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     "note: ranking: each row is one replica at its highest rate within the objectives: 70% of its steady-state capacity (the utilisation target; raise --utilization to load it more); $/M = the replica's hour over the tokens it serves at that rate\n"
+    "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
     "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
-    'cheapest per million output tokens, each replica at its highest rate within the objectives:\n'
-    '  gpu       prec  gpus  tp  pp  batch    req/s      TTFT      TPOT  tok/s/GPU    $/h   $/M out  bound\n'
-    '  h100-sxm  bf16     4   4   1     64  3.685/s  95.93 ms  40.52 ms    276.4/s  $10/h  $2.513/M  compute\n'
-    '  h100-sxm  bf16     4   2   2     64  3.126/s  87.87 ms  47.77 ms    234.4/s  $10/h  $2.962/M  bandwidth\n'
-    '  h100-sxm  bf16     8   8   1     64  5.216/s  66.19 ms  28.63 ms    195.6/s  $20/h   $3.55/M  compute\n'
+    'cheapest per million output tokens (all-in), each replica at its highest rate within the objectives:\n'
+    '  gpu       prec  gpus  tp  pp  batch    req/s      TTFT      TPOT  tok/s/GPU    $/h  $/M all-in  bound\n'
+    '  h100-sxm  bf16     4   4   1     64  3.685/s  95.93 ms  40.52 ms    276.4/s  $10/h    $2.513/M  compute\n'
+    '  h100-sxm  bf16     4   2   2     64  3.126/s  87.87 ms  47.77 ms    234.4/s  $10/h    $2.962/M  bandwidth\n'
+    '  h100-sxm  bf16     8   8   1     64  5.216/s  66.19 ms  28.63 ms    195.6/s  $20/h     $3.55/M  compute\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
@@ -208,7 +210,7 @@ PLAN_P99 = (
     '  best_total_gpus                     4\n'
     '  best_requests_per_s_per_replica     3.685/s\n'
     '  best_fleet_usd_per_hour             $10/h\n'
-    '  best_usd_per_million_output_tokens  $2.513/M\n'
+    '  best_usd_per_million_tokens_all_in  $2.513/M\n'
     '  best_ttft_s                         95.93 ms\n'
     '  best_error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
     '  best_ttft_p99_s                     299.2 ms\n'
@@ -216,6 +218,7 @@ PLAN_P99 = (
     'assumed: utilization = 70%\n'
     'note: PP > 1 rows are screened only: the simulation (`napkin serve --rate`) runs a replica as one TP group, without its pipeline stages\n'
     "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 2 of them meet the objectives there\n"
+    "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
     "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
@@ -223,10 +226,10 @@ PLAN_P99 = (
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
-    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h   $/M out\n'
-    '  h100-sxm  bf16     4   4   1     64         1        3.685/s  332.7 ms  40.52 ms      299.2 ms      35.54 ms      $10/h  $2.513/M\n'
-    '  h100-sxm  bf16     4   2   2     64         1        3.126/s  277.7 ms  47.77 ms             -             -      $10/h  $2.962/M\n'
-    '  h200      bf16     4   4   1     64         1        4.069/s  331.6 ms   36.7 ms      290.6 ms      31.81 ms      $14/h  $3.186/M\n'
+    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h  $/M all-in\n'
+    '  h100-sxm  bf16     4   4   1     64         1        3.685/s  332.7 ms  40.52 ms      299.2 ms      35.54 ms      $10/h    $2.513/M\n'
+    '  h100-sxm  bf16     4   2   2     64         1        3.126/s  277.7 ms  47.77 ms             -             -      $10/h    $2.962/M\n'
+    '  h200      bf16     4   4   1     64         1        4.069/s  331.6 ms   36.7 ms      290.6 ms      31.81 ms      $14/h    $3.186/M\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu   prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
@@ -252,13 +255,14 @@ PLAN_P99_RATE = (
     '  best_total_gpus                     2\n'
     '  best_requests_per_s_per_replica     10/s\n'
     '  best_fleet_usd_per_hour             $5/h\n'
-    '  best_usd_per_million_output_tokens  $0.2315/M\n'
+    '  best_usd_per_million_tokens_all_in  $0.2315/M\n'
     '  best_ttft_s                         40.9 ms\n'
     '  best_error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
     '  best_ttft_p99_s                     103.5 ms\n'
     '  best_tpot_p99_s                     15.01 ms\n'
     'assumed: utilization = 70%\n'
     "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 1 of them meets the objectives there\n"
+    "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
     "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
@@ -266,10 +270,10 @@ PLAN_P99_RATE = (
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
-    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h    $/M out\n'
-    '  h100-sxm  bf16     1   1   1    128         2           10/s  132.5 ms  26.37 ms      103.5 ms      15.01 ms       $5/h  $0.2315/M\n'
-    '  h100-sxm  bf16     1   1   1     64         3        6.667/s  120.1 ms  17.11 ms             -             -    $7.50/h  $0.3472/M\n'
-    '  h100-sxm  bf16     2   2   1     64         2           10/s  77.76 ms  11.79 ms             -             -      $10/h   $0.463/M\n'
+    '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h  $/M all-in\n'
+    '  h100-sxm  bf16     1   1   1    128         2           10/s  132.5 ms  26.37 ms      103.5 ms      15.01 ms       $5/h   $0.2315/M\n'
+    '  h100-sxm  bf16     1   1   1     64         3        6.667/s  120.1 ms  17.11 ms             -             -    $7.50/h   $0.3472/M\n'
+    '  h100-sxm  bf16     2   2   1     64         2           10/s  77.76 ms  11.79 ms             -             -      $10/h    $0.463/M\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'
@@ -292,12 +296,13 @@ PLAN_WORKLOADS = (
     '  best                                1 x 1 h100-sxm (bf16, TP 1, batch 64, prompt 500, output 500)\n'
     '  best_total_gpus                     1\n'
     '  best_fleet_usd_per_hour             $2.50/h\n'
-    '  best_usd_per_million_output_tokens  $0.2778/M\n'
+    '  best_usd_per_million_tokens_all_in  $0.2778/M\n'
     '  best_ttft_s                         22.6 ms\n'
     '  best_tpot_s                         12.33 ms\n'
     '  best_error_bar                      tokens_per_s: median error 8% (max 48%) on 13 published H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 22% (max 27%) on 5 published H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     'note: ranking: each row at the target load (5 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
+    "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
     "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
@@ -305,17 +310,17 @@ PLAN_WORKLOADS = (
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
-    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h    $/M out  bound\n'
-    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h  $0.2778/M  bandwidth\n'
-    '  h100-sxm  bf16     2   2   1     64     500     500         1      2  16.07 ms   9.009 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
-    '  h100-sxm  bf16     2   1   2     64     500     500         1      2  14.72 ms   10.27 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
+    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h  $/M all-in  bound\n'
+    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h   $0.2778/M  bandwidth\n'
+    '  h100-sxm  bf16     2   2   1     64     500     500         1      2  16.07 ms   9.009 ms          1250/s       $5/h   $0.5556/M  bandwidth\n'
+    '  h100-sxm  bf16     2   1   2     64     500     500         1      2  14.72 ms   10.27 ms          1250/s       $5/h   $0.5556/M  bandwidth\n'
     '\n'
     'cheapest for each prompt and output length:\n'
-    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h    $/M out  bound\n'
-    '  h100-sxm  bf16     1   1   1      8     500     100         1      1  19.27 ms   9.489 ms           500/s    $2.50/h   $1.389/M  bandwidth\n'
-    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h  $0.2778/M  bandwidth\n'
-    '  h100-sxm  bf16     1   1   1      8   4,000     100         2      2  110.5 ms   17.95 ms           250/s       $5/h   $2.778/M  compute\n'
-    '  h100-sxm  bf16     1   1   1     64   4,000     500         2      2  122.7 ms   34.02 ms          1250/s       $5/h  $0.5556/M  bandwidth\n'
+    '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h  $/M all-in  bound\n'
+    '  h100-sxm  bf16     1   1   1      8     500     100         1      1  19.27 ms   9.489 ms           500/s    $2.50/h    $1.389/M  bandwidth\n'
+    '  h100-sxm  bf16     1   1   1     64     500     500         1      1   22.6 ms   12.33 ms          2500/s    $2.50/h   $0.2778/M  bandwidth\n'
+    '  h100-sxm  bf16     1   1   1      8   4,000     100         2      2  110.5 ms   17.95 ms           250/s       $5/h    $2.778/M  compute\n'
+    '  h100-sxm  bf16     1   1   1     64   4,000     500         2      2  122.7 ms   34.02 ms          1250/s       $5/h   $0.5556/M  bandwidth\n'
     '\n'
     'Pareto front, tokens/s per GPU against tokens/s per user (everything that fits, objectives aside):\n'
     '  gpu       prec  gpus  tp  batch  prompt  output  tok/s/user  tok/s/GPU@capacity      TPOT  bound\n'

@@ -26,11 +26,11 @@ def test_ranking_meets_both_objectives_cheapest_first():
     rows = r["ranking"]
     assert rows and r["meeting_slo"] >= len(rows)
     assert all(x["ttft_s"] <= 0.5 and x["tpot_s"] <= 0.05 for x in rows)
-    costs = [x["usd_per_million_output_tokens"] for x in rows]
+    costs = [x["usd_per_million_tokens_all_in"] for x in rows]
     assert costs == sorted(costs)
     best = rows[0]
     # the fleet carries 10 requests/s x 300 tokens: $/M = fleet $/h / 3600 / 3000 x 1e6
-    assert best["usd_per_million_output_tokens"] == pytest.approx(best["fleet_usd_per_hour"] / 3600 / 3000 * 1e6)
+    assert best["usd_per_million_tokens_all_in"] == pytest.approx(best["fleet_usd_per_hour"] / 3600 / 3000 * 1e6)
     assert best["fleet_usd_per_hour"] == pytest.approx(best["total_gpus"] * {"h100-sxm": 2.5, "h200": 3.5,
                                                                              "b200": 5.0, "mi300x": 2.0}[best["gpu"]])
 
@@ -58,7 +58,7 @@ def test_missing_price_falls_back_to_the_dated_catalog_price():
     r = plan(gpu="h100-sxm")
     a = {x.name: x for x in r.assumptions}
     assert a["price[h100-sxm]"].basis == "reference"  # a stand-in for the user's price: listed under assumed:
-    assert r["ranking"][0]["usd_per_million_output_tokens"] is not None
+    assert r["ranking"][0]["usd_per_million_tokens_all_in"] is not None
 
 
 def test_a_catalog_price_for_one_part_is_listed_beside_a_given_price_for_another():
@@ -160,7 +160,7 @@ def test_ranking_columns_describe_one_operating_point():
     for x in r["ranking"]:
         assert x["operating_point"] == "target load"
         assert x["tokens_per_s_per_gpu"] * x["total_gpus"] == pytest.approx(10 * 300)
-        assert x["usd_per_million_output_tokens"] == pytest.approx(2.5 / 3600 / x["tokens_per_s_per_gpu"] * 1e6)
+        assert x["usd_per_million_tokens_all_in"] == pytest.approx(2.5 / 3600 / x["tokens_per_s_per_gpu"] * 1e6)
         assert x["tokens_per_s_per_user"] == pytest.approx(1 / x["tpot_s"])
     for x in r["pareto_front"]:
         assert x["operating_point"] == "capacity"

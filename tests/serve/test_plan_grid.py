@@ -47,7 +47,7 @@ def brute_ranking(a, top):
     """The ranking as a Python sort over every cell that meets the objectives, ties in grid order."""
     rows = []
     for i in zip(*np.nonzero(a["ok"])):
-        usd = float(a["usd_per_million_output_tokens"][i])
+        usd = float(a["usd_per_million_tokens_all_in"][i])
         rows.append(((math.isnan(usd), 0.0 if math.isnan(usd) else usd, float(a["replicas"][i] * a["gpus"][i]),
                       float(a["tpot_s"][i])), (int(a["hw"][i]), int(a["gpus"][i]), int(a["tp"][i]),
                                                int(a["batch"][i]))))

@@ -179,9 +179,9 @@ def test_without_a_rate_each_row_is_one_replica_at_its_highest_rate():
         one = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=x["gpus"], tp=x["tp"], batch=x["batch"])
         assert x["replicas"] == 1
         assert x["requests_per_s_per_replica"] == pytest.approx(0.7 * one["requests_per_s"], rel=1e-12)
-        assert x["usd_per_million_output_tokens"] == pytest.approx(
+        assert x["usd_per_million_tokens_all_in"] == pytest.approx(
             x["gpus"] * 2.50 / 3600 / (0.7 * one["tokens_per_s"]) * 1e6, rel=1e-12)
-    costs = [x["usd_per_million_output_tokens"] for x in r["ranking"]]
+    costs = [x["usd_per_million_tokens_all_in"] for x in r["ranking"]]
     assert costs == sorted(costs)
 
 

@@ -341,7 +341,7 @@ def test_view_formats_lists_of_records_as_tables_with_their_units(client):
     best = dict(zip(ranking["columns"], ranking["rows"][0]))
     raw = v["report"]["ranking"][0]
     assert best["gpu"] == raw["gpu"]
-    assert best["usd_per_million_output_tokens"] == units.format(raw["usd_per_million_output_tokens"], "usd_per_million")
+    assert best["usd_per_million_tokens_all_in"] == units.format(raw["usd_per_million_tokens_all_in"], "usd_per_million")
     assert best["ttft_s"] == units.format(raw["ttft_s"], "seconds")
     assert best["tokens_per_s_per_gpu"] == units.format(raw["tokens_per_s_per_gpu"], "per_s")
     points = v["tables"]["pareto_points"]

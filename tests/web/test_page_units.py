@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ("bytes_per_param", None),               # a ratio: a plain number, as the CLI prints it
     ("tokens_per_s_per_user", "per_s"),      # a rate with a qualifier after it
     ("usd_per_million_output_tokens", "usd_per_million"),
+    ("usd_per_million_tokens_all_in", "usd_per_million"),  # the qualifier after the words of the unit
     ("fleet_usd_per_hour", "usd_per_hour"),
     ("ttft_s", "seconds"),
 ])

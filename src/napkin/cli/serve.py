@@ -32,13 +32,13 @@ PLAN_COLUMNS: list[Column] = [
     ("pp", "pp", "count"), ("batch", "batch", "count"), ("replicas", "replicas", "count"),
     ("total_gpus", "total", "count"), ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT@load", "seconds"),
     ("tokens_per_s_per_gpu", "tok/s/GPU@load", "per_s"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
-    ("usd_per_million_output_tokens", "$/M out", "usd_per_million"), ("bound", "bound", None)]
+    ("usd_per_million_tokens_all_in", "$/M all-in", "usd_per_million"), ("bound", "bound", None)]
 # plan serve with no --rate: one replica at its highest rate within the objectives
 PLAN_MAX_RATE_COLUMNS: list[Column] = [
     ("gpu", "gpu", None), ("precision", "prec", None), ("gpus", "gpus", "count"), ("tp", "tp", "count"),
     ("pp", "pp", "count"), ("batch", "batch", "count"), ("requests_per_s_per_replica", "req/s", "per_s"),
     ("ttft_s", "TTFT", "seconds"), ("tpot_s", "TPOT", "seconds"), ("tokens_per_s_per_gpu", "tok/s/GPU", "per_s"),
-    ("fleet_usd_per_hour", "$/h", "usd_per_hour"), ("usd_per_million_output_tokens", "$/M out", "usd_per_million"),
+    ("fleet_usd_per_hour", "$/h", "usd_per_hour"), ("usd_per_million_tokens_all_in", "$/M all-in", "usd_per_million"),
     ("bound", "bound", None)]
 # plan serve with p99 objectives: the screen's p99s and the simulation's (sim)
 PLAN_P99_COLUMNS: list[Column] = [
@@ -47,7 +47,7 @@ PLAN_P99_COLUMNS: list[Column] = [
     ("requests_per_s_per_replica", "req/s/replica", "per_s"), ("ttft_p99_s", "TTFT p99", "seconds"),
     ("tpot_p99_s", "TPOT p99", "seconds"), ("simulated_ttft_p99_s", "sim TTFT p99", "seconds"),
     ("simulated_tpot_p99_s", "sim TPOT p99", "seconds"), ("fleet_usd_per_hour", "fleet $/h", "usd_per_hour"),
-    ("usd_per_million_output_tokens", "$/M out", "usd_per_million")]
+    ("usd_per_million_tokens_all_in", "$/M all-in", "usd_per_million")]
 WORKLOAD_COLUMNS: list[Column] = [("prompt", "prompt", "count"), ("output", "output", "count")]
 OPERATOR_COLUMNS: list[Column] = [
     ("step", "step", None), ("operator", "operator", None), ("bytes", "bytes", "bytes"), ("flops", "FLOPs", "flops"),
@@ -204,8 +204,8 @@ def _plan_after(report: Any, req: Any, params: dict) -> bool:
         title, cols = ("cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve "
                        "--rate` on each):", PLAN_P99_COLUMNS)
     elif "requests_per_s_per_replica" in first:
-        title, cols = ("cheapest per million output tokens, each replica at its highest rate within the objectives:",
-                       PLAN_MAX_RATE_COLUMNS)
+        title, cols = ("cheapest per million output tokens (all-in), each replica at its highest rate within the "
+                       "objectives:", PLAN_MAX_RATE_COLUMNS)
     else:
         title, cols = "cheapest configurations that meet both objectives:", PLAN_COLUMNS
     if "prompt" in first:  # prompt and output lengths are axes of the grid: the rows say which

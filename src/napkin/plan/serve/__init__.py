@@ -34,7 +34,7 @@ def _charts(report: Any) -> dict[str, dict]:
 PLAN_SERVE = Calculator(
     "plan-serve", PlanServeRequest, run_plan_serve, "Plan serving capacity",
     "Search GPU type, GPUs per replica, TP degree, batch and replicas for a request rate under TTFT/TPOT "
-    "objectives; rank by cost per million output tokens; the throughput-interactivity Pareto front.",
+    "objectives; rank by cost per million output tokens (all-in); the throughput-interactivity Pareto front.",
     establishes="the cheapest configuration the roofline model says meets both objectives, and the trade-off curve",
     needs_measuring="real TTFT/TPOT under load (a load test at the chosen batch), queueing at the burst rate",
     charts=_charts, grid_size=grid_size,

@@ -112,7 +112,7 @@ def row(g: gr.Grid, x: dict[str, Any], sim: dict | None, *, axes: bool) -> dict:
         "simulated_tpot_p99_s": None if sim is None else float(sim["tpot_p99"]),
         "tokens_per_s_per_gpu": float(x["per_gpu"]), "tp_beyond_scale_up": bool(x["beyond"]),
         "fleet_usd_per_hour": float(x["fleet"]) if not math.isnan(usd) else None,
-        "usd_per_million_output_tokens": usd if not math.isnan(usd) else None, "bound": str(x["bound"])})
+        "usd_per_million_tokens_all_in": usd if not math.isnan(usd) else None, "bound": str(x["bound"])})
     return out
 
 

@@ -68,7 +68,7 @@ def _counted(g: gr.Grid) -> gr.Grid:
 
 KEYS_FLOAT = ("ttft_s", "tpot_s", "tpot_at_load_s", "tokens_per_s", "tokens_per_s_per_gpu", "replicas",
               "tokens_per_s_per_gpu_at_load", "replica_utilization", "fleet_usd_per_hour",
-              "usd_per_million_output_tokens", "gpus", "tp", "pp", "batch", "prompt", "output")
+              "usd_per_million_tokens_all_in", "gpus", "tp", "pp", "batch", "prompt", "output")
 
 
 def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def evaluate_grid(req: PlanServeRequest, r: Report | None = None) -> dict[str, A
     figures = {"ttft_s": c["ttft"], "tpot_s": c["tpot"], "tpot_at_load_s": c["tpot"], "tokens_per_s": c["tps"],
                "tokens_per_s_per_gpu": c["tps"] / c["gpus"], "replicas": c["replicas"],
                "tokens_per_s_per_gpu_at_load": c["per_gpu"], "replica_utilization": c["utilization"],
-               "fleet_usd_per_hour": c["fleet"], "usd_per_million_output_tokens": c["usd"], "gpus": c["gpus"],
+               "fleet_usd_per_hour": c["fleet"], "usd_per_million_tokens_all_in": c["usd"], "gpus": c["gpus"],
                "tp": c["tp"], "pp": c["pp"], "batch": c["batch"], "prompt": c["prompt"], "output": c["output"],
                "valid": g.status.reshape(-1) >= gr.VALID, "fits": g.status.reshape(-1) >= gr.FITS,
                "ok": g.status.reshape(-1) == gr.MEETS, "beyond_scale_up": c["beyond"], "bound_compute": comp,

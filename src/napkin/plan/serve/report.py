@@ -162,9 +162,12 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     r.set("best_total_gpus", b["total_gpus"], "count")
     if "requests_per_s_per_replica" in b:
         r.set("best_requests_per_s_per_replica", b["requests_per_s_per_replica"], "per_s")
-    if b["usd_per_million_output_tokens"] is not None:
+    if b["usd_per_million_tokens_all_in"] is not None:
         r.set("best_fleet_usd_per_hour", b["fleet_usd_per_hour"], "usd_per_hour")
-        r.set("best_usd_per_million_output_tokens", b["usd_per_million_output_tokens"], "usd_per_million")
+        r.set("best_usd_per_million_tokens_all_in", b["usd_per_million_tokens_all_in"], "usd_per_million")
+        r.note("$/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as "
+               "`napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the "
+               "prefill to usd_per_million_input_tokens)")
     r.set("best_ttft_s", b["ttft_s"], "seconds")
     if "tpot_s" in b:
         r.set("best_tpot_s", b["tpot_s"], "seconds")

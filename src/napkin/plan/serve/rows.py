@@ -90,7 +90,7 @@ def row(g: gr.Grid, c: dict[str, Any], i: int, bound: str, *, at_load: bool = Tr
                 "operating_point": "target load" if at_load else "capacity",
                 "tp_beyond_scale_up": bool(c["beyond"][i]),
                 "fleet_usd_per_hour": float(c["fleet"][i]) if not math.isnan(usd) else None,
-                "usd_per_million_output_tokens": usd if not math.isnan(usd) else None, "bound": bound})
+                "usd_per_million_tokens_all_in": usd if not math.isnan(usd) else None, "bound": bound})
     return out
 
 
