@@ -107,6 +107,39 @@ def test_chunking_does_not_change_the_ranking():
     whole = merge([search_chunk(S, n, rows, space, 15) for n, rows in chunks(S, sizes, space)], 15)
     pieces = merge([search_chunk(S, n, rows, space, 15) for n, rows in chunks(S, sizes, space, configs=2000)], 15)
     assert (whole["keys"] == pieces["keys"]).all() and whole["evaluated"] == pieces["evaluated"]
+    assert (whole["alike"] == pieces["alike"]).all()
+
+
+def test_layouts_alike_in_time_and_memory_are_one_result_with_their_number():
+    """Every feasible layout of the grid, grouped by hand (step time per sequence and memory to 9 digits): the
+    search's results are the best groups in order, each stood for by its simplest layout, with its size."""
+    import numpy as np
+
+    from napkin.derivation import Report
+    from napkin.plan.train_eval import evaluate
+    from napkin.plan.train_request import PlanTrainRequest
+    from napkin.plan.train_resolve import resolve
+    from napkin.plan.train_search import KEY_COLUMNS, _key_rows, chunks, grid, merge, search_chunk
+    from napkin.request import parse_request
+
+    S, _, _, space, sizes = resolve(parse_request(PlanTrainRequest, {**SMALL, "cp": None}), Report("t"))
+    groups: dict[tuple, list] = {}
+    for n, rows in chunks(S, sizes, space, configs=2000):
+        g = grid(rows, space)
+        e = evaluate(S, **g)
+        ok = np.broadcast_to(e["valid"] & e["fits"], e["step"].shape)
+        per_seq = np.broadcast_to(e["step"] / e["config"]["batch"], ok.shape)
+        mem = np.broadcast_to(e["memory"]["total"], ok.shape)
+        flat = np.flatnonzero(ok.ravel())
+        for i, key in zip(flat, _key_rows(g, ok.shape, flat)):
+            s, m = float(per_seq.ravel()[i]), float(mem.ravel()[i])
+            groups.setdefault((float(f"{s:.9g}"), float(f"{m:.9g}")), []).append((n, *key))
+    by_hand = sorted(groups.items())[:12]
+    res = merge([search_chunk(S, n, rows, space, 12) for n, rows in chunks(S, sizes, space, configs=2000)], 12)
+    assert [int(a) for a in res["alike"]] == [len(layouts) for _, layouts in by_hand]
+    assert [tuple(k) for k in res["keys"]] == [min(layouts) for _, layouts in by_hand]  # the simplest of each
+    assert max(len(layouts) for _, layouts in by_hand) > 1  # the grid has layouts alike (CP x micro-batch)
+    assert len(KEY_COLUMNS) + 1 == len(res["keys"][0])
 
 
 def test_deadline_takes_the_fewest_gpus_that_meet_it():
@@ -163,5 +196,5 @@ def test_cli_text_lists_the_ranking_as_a_table(run_cli_module):
     assert "fastest configurations that fit:" in out
     table = out.split("fastest configurations that fit:\n")[1].splitlines()
     assert table[0].split() == ["gpus", "tp", "pp", "cp", "ep", "dp", "zero", "recompute", "mb", "v", "sp",
-                                "mem/GPU", "step", "MFU", "tok/s", "bound"]
+                                "mem/GPU", "step", "MFU", "tok/s", "bound", "alike"]
     assert len(table) == 4 and "  best " not in out  # the best row is the table's first, not a dict dump

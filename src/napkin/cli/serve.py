@@ -226,7 +226,7 @@ TRAIN_COLUMNS: list[Column] = [
     ("ep", "ep", "count"), ("dp", "dp", "count"), ("zero", "zero", "count"), ("recompute", "recompute", None),
     ("micro_batch", "mb", "count"), ("interleave", "v", "count"), ("sequence_parallel", "sp", None),
     ("memory", "mem/GPU", "bytes"), ("step_s", "step", "seconds"), ("mfu", "MFU", "fraction"),
-    ("tokens_per_s", "tok/s", "per_s"), ("bound", "bound", None)]
+    ("tokens_per_s", "tok/s", "per_s"), ("bound", "bound", None), ("alike", "alike", "count")]
 
 
 def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:

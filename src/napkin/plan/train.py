@@ -61,7 +61,8 @@ def _search(S: TrainSetup, sizes: list[int], space: Space, req: PlanTrainRequest
 
 
 def _deadline_rows(S: TrainSetup, res: dict[str, Any], req: PlanTrainRequest, r: Report) -> list[tuple]:
-    """Cluster sizes whose best configuration finishes --tokens within --deadline, fewest GPUs first."""
+    """(key, layouts alike) of the cluster sizes whose best configuration finishes --tokens within --deadline,
+    fewest GPUs first."""
     meeting, fastest = [], None
     for p in res["per_size"]:
         if not len(p["keys"]):
@@ -70,7 +71,7 @@ def _deadline_rows(S: TrainSetup, res: dict[str, Any], req: PlanTrainRequest, r:
         wall = float(p["score"][0]) * req.tokens / S.seq_len  # seconds per sequence times sequences
         fastest = min(fastest or (math.inf, 0), (wall, n))
         if wall <= req.deadline:
-            meeting.append(tuple(p["keys"][0]))
+            meeting.append((tuple(p["keys"][0]), int(p["alike"][0])))
     if not meeting and fastest:
         r.warn("deadline-missed", f"no cluster up to {req.max_gpus:,} GPUs trains {units.format(req.tokens, 'count')} "
                                   f"tokens in {units.format(req.deadline, 'seconds')}: the fastest searched takes "
@@ -105,9 +106,15 @@ def run_plan_train(req: PlanTrainRequest) -> Report:
     r.set("configs_valid", res["valid"], "count")
     r.set("configs_feasible", res["feasible"], "count")
     r.set("configs_per_s", res["evaluated"] / max(res["seconds"], 1e-9), "per_s")
-    keys = _deadline_rows(S, res, req, r) if req.deadline is not None else [tuple(k) for k in res["keys"]]
-    ranked = [row(S, k, req) for k in keys]
+    found = (_deadline_rows(S, res, req, r) if req.deadline is not None else
+             [(tuple(k), int(n)) for k, n in zip(res["keys"], res["alike"])])
+    keys = [k for k, _ in found]
+    ranked = [{**row(S, k, req), "alike": n} for k, n in found]
     r.set("ranked", ranked)
+    if any(n > 1 for _, n in found):
+        r.note("alike: the layouts each row stands for, with the same step time per sequence and the same memory "
+               "per GPU (often a larger CP with a proportionally larger micro-batch: the same tokens per GPU); the "
+               "row is the simplest of them, and --top counts results, not layouts")
     if ranked:
         r.set("best", ranked[0])
         r.set("best_config", describe(ranked[0]))

@@ -6,7 +6,10 @@ recomputation, micro-batch, interleave, sequence parallelism) are the grid's oth
 ``evaluate`` broadcasts over the grid; the top configurations are found with ``argpartition``
 and ordered by a total order (seconds per token, then memory, then the degrees), so a grid
 split into chunks (a thread pool, a dask cluster) gives exactly the ranking of one process.
-Only the printed rows become Python objects.
+Layouts alike in both (a larger context-parallel degree with a proportionally larger
+micro-batch often is: the same tokens per GPU, the same GEMMs and activations) are one
+result: the simplest of them (the first in the degrees' order) stands for the rest, with
+their number. Only the printed rows become Python objects.
 """
 
 from __future__ import annotations
@@ -91,10 +94,45 @@ def _key_rows(g: dict[str, np.ndarray], shape: tuple, flat: np.ndarray) -> np.nd
     return np.stack(cols, axis=1) if len(flat) else np.zeros((0, len(KEY_COLUMNS)))
 
 
-def best_of(score: np.ndarray, memory: np.ndarray, keys: np.ndarray, top: int) -> np.ndarray:
-    """Indices of the ``top`` candidates in the total order (score, memory, keys...), best first."""
-    order = np.lexsort(tuple(keys[:, j] for j in range(keys.shape[1] - 1, -1, -1)) + (memory, score))
-    return order[:top]
+ALIKE_BITS = 33  # score and memory agree to this many mantissa bits (about 10 digits): one result
+
+
+def _alike(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to ALIKE_BITS of mantissa, so layouts whose figures differ only in the last bits of their
+    arithmetic compare equal (inf stays inf)."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.round(m * 2.0 ** ALIKE_BITS) / 2.0 ** ALIKE_BITS, e)
+
+
+def best_of(score: np.ndarray, memory: np.ndarray, keys: np.ndarray, top: int,
+            counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first row of each of the ``top`` best results, each result's number of layouts), best first.
+
+    Rows are ordered by (score, memory, keys...); rows alike in score and memory are one result, which the
+    first of them (the simplest: the smallest degrees) stands for. ``counts``: how many layouts each row
+    already stands for (a chunk's results, merged)."""
+    qs, qm = _alike(score), _alike(memory)
+    order = np.lexsort(tuple(keys[:, j] for j in range(keys.shape[1] - 1, -1, -1)) + (qm, qs))
+    if not len(order):
+        return order, np.zeros(0, dtype=np.int64)
+    s, m = qs[order], qm[order]
+    head = np.ones(len(order), dtype=bool)
+    head[1:] = (s[1:] != s[:-1]) | (m[1:] != m[:-1])
+    starts = np.flatnonzero(head)
+    each = np.ones(len(order), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)[order]
+    return order[starts[:top]], np.add.reduceat(each, starts)[:top]
+
+
+def _cut(score: np.ndarray, feasible: int, k: int) -> float:
+    """The score of the k-th best distinct result (every layout at or under it is a candidate, ties included,
+    so chunking cannot change the results)."""
+    qs = _alike(score)
+    m = min(feasible, 32 * k)
+    while True:
+        head = np.unique(np.partition(qs, m - 1)[:m])
+        if len(head) >= k or m == feasible:
+            return float(head[min(k, len(head)) - 1])
+        m = min(feasible, 4 * m)
 
 
 def search_chunk(S: TrainSetup, n_gpus: int, degrees: np.ndarray, space: Space, top: int,
@@ -107,7 +145,8 @@ def search_chunk(S: TrainSetup, n_gpus: int, degrees: np.ndarray, space: Space, 
     """
     if not len(degrees):
         return {"n_gpus": n_gpus, "keys": np.zeros((0, 1 + len(KEY_COLUMNS))), "score": np.zeros(0),
-                "memory": np.zeros(0), "evaluated": 0, "valid": 0, "feasible": 0, "least_memory": math.inf,
+                "memory": np.zeros(0), "alike": np.zeros(0, dtype=np.int64), "evaluated": 0, "valid": 0,
+                "feasible": 0, "least_memory": math.inf,
                 "least_memory_key": None}
     g = grid(degrees, space)
     e = evaluate(S, **g)
@@ -119,12 +158,11 @@ def search_chunk(S: TrainSetup, n_gpus: int, degrees: np.ndarray, space: Space, 
     feasible = int(np.count_nonzero(ok))
     k = min(top, feasible)
     if k:
-        cut = np.partition(score, k - 1)[k - 1]
-        cand = np.flatnonzero(score <= cut)  # every tie at the cut, so chunking cannot change the order
+        cand = np.flatnonzero(_alike(score) <= _cut(score, feasible, k))
     else:
         cand = np.zeros(0, dtype=np.intp)
     keys = _key_rows(g, shape, cand)
-    chosen = best_of(score[cand], total[cand], keys, k)
+    chosen, alike = best_of(score[cand], total[cand], keys, k)
     valid_mask = np.broadcast_to(e["valid"], shape)
     least = math.inf
     least_key = None
@@ -134,7 +172,8 @@ def search_chunk(S: TrainSetup, n_gpus: int, degrees: np.ndarray, space: Space, 
         least = float(masked[i])
         least_key = [n_gpus] + [float(x) for x in _key_rows(g, shape, np.array([i]))[0]]
     return {"n_gpus": n_gpus, "keys": np.column_stack([np.full(len(chosen), float(n_gpus)), keys[chosen]]),
-            "score": score[cand][chosen], "memory": total[cand][chosen], "evaluated": int(np.prod(shape)),
+            "score": score[cand][chosen], "memory": total[cand][chosen], "alike": alike,
+            "evaluated": int(np.prod(shape)),
             "valid": int(np.count_nonzero(valid_mask)), "feasible": feasible, "least_memory": least,
             "least_memory_key": least_key}
 
@@ -144,9 +183,11 @@ def merge(parts: list[dict[str, Any]], top: int) -> dict[str, Any]:
     keys = np.concatenate([p["keys"] for p in parts]) if parts else np.zeros((0, 1 + len(KEY_COLUMNS)))
     score = np.concatenate([p["score"] for p in parts]) if parts else np.zeros(0)
     total = np.concatenate([p["memory"] for p in parts]) if parts else np.zeros(0)
-    order = best_of(score, total, keys, top)
+    counts = np.concatenate([p["alike"] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    order, alike = best_of(score, total, keys, top, counts)
     leanest = min(parts, key=lambda p: p["least_memory"]) if parts else None
-    return {"keys": keys[order], "score": score[order], "evaluated": sum(p["evaluated"] for p in parts),
+    return {"keys": keys[order], "score": score[order], "alike": alike,
+            "evaluated": sum(p["evaluated"] for p in parts),
             "valid": sum(p["valid"] for p in parts), "feasible": sum(p["feasible"] for p in parts),
             "least_memory": leanest["least_memory"] if leanest else math.inf,
             "least_memory_key": leanest["least_memory_key"] if leanest else None}
