@@ -204,3 +204,19 @@ def test_tp_beyond_the_scale_up_domain_is_priced_at_the_scale_out_bandwidth():
 def test_prompt_beyond_the_context_window_warns():
     r = plan(model="gpt2", gpu="h100-sxm", prompt=5000)
     assert any(w.code == "context-too-long" and "1,024-token context window" in w.message for w in r.warnings)
+
+
+def test_a_lone_price_prices_every_gpu_searched_as_compare_takes_it():
+    """--price 2.50/h on one GPU is that GPU's price; on several it prices each alike, with a warning; a GPU
+    with a price of its own keeps it (review: a lone price was refused as 'must be NAME=VALUE')."""
+    one = plan(gpu="h100-sxm", price="2.50/h", precision="bf16", ttft="2s", tpot="100ms")
+    named = plan(gpu="h100-sxm", price="h100-sxm=2.50", precision="bf16", ttft="2s", tpot="100ms")
+    assert one["ranking"] == named["ranking"] and "one-price-for-all" not in [w.code for w in one.warnings]
+    both = plan(gpu="h100-sxm,h200", price="2.50/h", precision="bf16", ttft="2s", tpot="100ms")
+    assert {x["fleet_usd_per_hour"] / x["total_gpus"] for x in both["ranking"]} == {2.5}
+    said = [w.message for w in both.warnings if w.code == "one-price-for-all"]
+    assert said == ["--price $2.50/h is applied to h100-sxm, h200: they rent at different prices; give --price "
+                    "NAME=$/H for each, or none for each GPU's catalog price"]
+    mixed = plan(gpu="h100-sxm,h200", price="all=3,h200=4", precision="bf16", ttft="2s", tpot="100ms", top=50)
+    per_gpu = {x["gpu"]: x["fleet_usd_per_hour"] / x["total_gpus"] for x in mixed["ranking"]}
+    assert per_gpu == {"h100-sxm": pytest.approx(3.0), "h200": pytest.approx(4.0)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from napkin import catalog
+from napkin import catalog, units
 from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.derivation import Report
@@ -19,12 +19,19 @@ from .request import PlanServeRequest
 COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus")
 
 
-def prices(req: PlanServeRequest) -> dict[str, float]:
-    """--price by catalog key; a key naming a GPU not searched, or one GPU twice (through an alias), is an error."""
+ALL = "all"  # --price all=2.50/h (or a lone --price 2.50/h): one price for every GPU searched, as compare takes it
+
+
+def prices(req: PlanServeRequest, r: Report | None = None) -> dict[str, float]:
+    """--price by catalog key; a key naming a GPU not searched, or one GPU twice (through an alias), is an error.
+    A lone price prices every GPU searched without one of its own (with ``r``: a warning when that is several)."""
     searched = {catalog.gpu(name).key: name for name in req.gpu}
     out: dict[str, float] = {}
     given: dict[str, str] = {}
+    every = next((v for k, v in req.price.items() if k.strip().lower() == ALL), None)
     for k, v in req.price.items():
+        if k.strip().lower() == ALL:
+            continue
         g = catalog.gpu(k, "price")
         pair = f"{k}={v:g}"
         if g.key in out:
@@ -36,12 +43,19 @@ def prices(req: PlanServeRequest) -> dict[str, float]:
                              f"add {g.key} to --gpu or drop its price")
         out[g.key] = v
         given[g.key] = pair
+    if every is not None:
+        rest = [k for k in searched if k not in out]
+        out.update(dict.fromkeys(rest, every))
+        if len(rest) > 1 and r is not None:
+            r.warn("one-price-for-all", f"--price {units.format(every, 'usd_per_hour')} is applied to "
+                                        f"{', '.join(rest)}: they rent at different prices; give --price NAME=$/H for "
+                                        "each, or none for each GPU's catalog price")
     return out
 
 
 def hardware_rows(req: PlanServeRequest, r: Report) -> list[dict]:
     """One row per (GPU, precision) with its peak, bandwidth, link, price and the operator model's rates."""
-    priced = prices(req)
+    priced = prices(req, r)
     given = rep.Given(gemm=req.gemm_efficiency, bandwidth=req.bandwidth_efficiency,
                       allreduce_latency_s=req.allreduce_latency)
     rows = []

@@ -39,8 +39,10 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
                                             gt=0)] = None
     gpu: Annotated[list[str], field("name", "accelerators to consider")] = msgspec.field(
         default_factory=lambda: list(DEFAULT_GPUS))
-    price: Annotated[dict[str, float], field("usd_per_hour", "price per GPU-hour by GPU (default: the catalog's)",
-                                             example="h100-sxm=2.50,h200=3.50", gt=0)] = {}
+    price: Annotated[dict[str, float], field("usd_per_hour", "price per GPU-hour by GPU (default: the catalog's); "
+                                                             "one value with no name prices every GPU alike (a "
+                                                             "warning when that is several)",
+                                             example="h100-sxm=2.50,h200=3.50", gt=0, bare="all")] = {}
     precision: Annotated[list[str], field("precision", "weight precisions to consider")] = msgspec.field(
         default_factory=lambda: ["bf16"])
     kv_precision: Annotated[str, field("precision", "KV cache precision")] = "bf16"
