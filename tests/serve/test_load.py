@@ -107,3 +107,20 @@ def test_a_trace_of_requests(tmp_path):
 def test_static_batches_take_no_rate():
     with pytest.raises(InputError, match="rate needs a continuous or prefill-first scheduler"):
         napkin.serve(BASE, rate=1, scheduling="static")
+
+
+def test_the_price_under_load_is_paid_at_the_simulated_busy_share():
+    """With --rate and no --utilization the replica is busy achieved / capacity of its hours, so the all-in
+    $/M is the hour over the tokens it served (review: it priced every hour busy, 30% under plan serve's
+    figure at the same rate)."""
+    r = napkin.serve(BASE, rate=5, requests=300, price="2.50/h")
+    busy = r["achieved_tokens_per_s"] / r["tokens_per_s"]
+    assert 0.05 < busy < 1 and r["utilization"] == pytest.approx(busy, rel=1e-12)
+    assert r["usd_per_million_tokens_all_in"] == pytest.approx(2.5 / 3600 / r["achieved_tokens_per_s"] * 1e6,
+                                                                 rel=1e-12)
+    assert "every-hour-busy" not in [w.code for w in r.warnings]
+    given = napkin.serve(BASE, rate=5, requests=300, price="2.50/h", utilization=0.5)  # a given share wins
+    assert given["usd_per_million_tokens_all_in"] == pytest.approx(2.5 / 3600 / (0.5 * given["tokens_per_s"]) * 1e6)
+    over = napkin.serve(BASE, rate=500, requests=300, price="2.50/h")  # past capacity: the tokens it got through
+    assert over["utilization"] <= 1.0 and over["usd_per_million_tokens_all_in"] == pytest.approx(
+        2.5 / 3600 / min(over["achieved_tokens_per_s"], over["tokens_per_s"]) * 1e6, rel=1e-12)

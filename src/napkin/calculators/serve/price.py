@@ -24,7 +24,13 @@ def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, sched: Sched
         return
     r.assume("price", req.price, "per GPU-hour, as given", unit="usd_per_hour", basis="given")
     bursty = "; bursty traffic is often 30-60%"
-    if req.utilization is None:
+    achieved = r.results.get("achieved_tokens_per_s")  # the simulated load (--rate or --trace)
+    if req.utilization is None and achieved is not None:
+        util = r.step("utilization", "min(1, achieved_tokens_per_s / tokens_per_s)", value=min(1.0, achieved / tps),
+                      unit="fraction", note="the simulated load: the tokens the replica served over its steady-state "
+                      "capacity, so each $/M pays for the tokens served", achieved_tokens_per_s=(achieved, "per_s"),
+                      tokens_per_s=(tps, "per_s"))
+    elif req.utilization is None:
         d = catalog.default("serve_utilization")
         util = resolve.assume_default(r, "utilization", d.key, note=d.note + bursty, unit="fraction")
         r.warn("every-hour-busy", f"no --utilization: the $/M figures assume every paid hour is busy "
