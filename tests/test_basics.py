@@ -237,3 +237,37 @@ def test_memory_overflow_names_the_input():
     with pytest.raises(InputError) as e:
         napkin.memory(model="llama-3.1-8b", context=1e300, sequences=1_000_000)
     assert e.value.field == "context"
+
+
+def test_memory_holds_mla_latent_once_per_gpu_of_the_group():
+    """DeepSeek-V3's MLA caches one latent per token that every head reads: over 8 GPUs as one tensor-parallel
+    group each keeps all of it, as `napkin serve` counts it (review: memory said a batch of 4,000 fits where
+    serve needed 449 GB per GPU)."""
+    ds = catalog.model("deepseek-v3")
+    kv_tok = ds.n_layers * (ds.kv_lora_rank + ds.qk_rope_head_dim) * 1  # fp8: one byte per value
+    r = napkin.memory(model="deepseek-v3", precision="fp8", kv_precision="fp8", gpu="h200", gpus=8, context=1300,
+                      sequences=64)
+    assert r["kv_total_bytes"] == kv_tok * 1300 * 64 and r["kv_replication"] == 8
+    assert r["needed_bytes"] == pytest.approx(r["weights_bytes"] + 8 * r["kv_total_bytes"], rel=1e-12)
+    assert r["fits"] and "kv-replicated" in [w.code for w in r.warnings]
+    big = napkin.memory(model="deepseek-v3", precision="fp8", kv_precision="fp8", gpu="h200", gpus=8, context=1300,
+                        sequences=4000)
+    assert big["fits"] is False and big["gpus_needed"] is None  # one copy (365 GB) is more than a GPU holds
+    assert any(n.startswith("no tensor-parallel group holds it: MLA keeps the whole cache") for n in big.notes)
+    gqa = napkin.memory(model="llama-3.1-70b", gpu="h100", gpus=8, context=8192, sequences=32)  # 8 KV heads, TP 8
+    assert "kv_replication" not in gqa.results and gqa["needed_bytes"] == gqa["weights_bytes"] + gqa["kv_total_bytes"]
+
+
+def test_memory_warns_past_the_context_window():
+    r = napkin.memory(model="llama-2-7b", context="8Ki", gpu="h100")
+    assert [w.message for w in r.warnings if w.code == "context-too-long"] == [
+        "8,192 tokens exceed Llama 2 7B's 4,096-token context window; the figures below are what it would hold if "
+        "it did not"]
+    assert "context-too-long" not in [w.code for w in napkin.memory(model="llama-2-7b", context=4096).warnings]
+
+
+def test_journey_counts_the_mla_cache_once_per_gpu():
+    r = napkin.journey(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8")
+    free, seq = r["free_bytes"], r["kv_bytes_per_sequence"]
+    assert r["max_sequences_in_memory"] == math.floor(free / (seq * 8))
+    assert r["kv_capacity_tokens"] == pytest.approx(free / (r["kv_bytes_per_token"] * 8), rel=1e-12)

@@ -10,7 +10,7 @@ import msgspec
 from napkin import catalog
 from napkin.calculators import Calculator
 from napkin.calculators.resolve import assume_default, gpu_or_none, model_or_none, resolve_params
-from napkin.calculators.steps import kv_held_step, kv_step
+from napkin.calculators.steps import kv_held_step, kv_replication_step, kv_step
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import memory as mem
@@ -77,27 +77,9 @@ def run_memory(req: MemoryRequest) -> Report:
                         unit="bytes", L=req.layers, h_kv=req.kv_heads, d_h=req.head_dim, bytes=kvb,
                         cites=mem.kv_bytes_per_token)
         r.note("h_kv is the number of key-value heads, not query heads (8 vs 64 on Llama 3.1 70B)")
-    total = w
+    total, one_copy = w, 0.0
     if req.context is not None:
-        if kv_tok is None:
-            raise InputError("context", req.context, "needs the KV layout",
-                             "give --model, or --layers, --kv-heads and --head-dim")
-        r.set("context", req.context, "count")
-        r.set("sequences", req.sequences, "count")
-        held = kv_held_step(r, m, req.context) if m is not None else req.context
-        capped = held != req.context
-        kv = mem.kv_total_bytes(kv_tok, context_tokens=held, n_sequences=req.sequences)
-        _finite(kv, "context", f"{fmt(req.context, 'count')} with {req.sequences:,} sequences", "the KV cache",
-                "give the tokens one sequence holds and the sequences in flight, e.g. --context 8Ki --sequences 32")
-        r.step("kv_total_bytes", "kv_bytes_per_token · " + ("kv_tokens_held" if capped else "context") + " · sequences",
-               value=kv, unit="bytes", **({} if capped else {"context": (req.context, "count")}),
-               sequences=req.sequences, cites=mem.kv_total_bytes)
-        if req.context % KILO == 0 and req.context % KIBI != 0:
-            r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / KILO:g}Ki for "
-                   f"{req.context / KILO * KIBI:,.0f}")
-        gib = kv / GIBI
-        if kv >= GIBI and gib < 2**53 and gib == math.floor(gib):
-            r.note(f"kv_total_bytes is exactly {gib:.0f} GiB ({fmt(kv, 'bytes')}): GB and GiB differ by 7%")
+        kv, one_copy = _kv_cache(r, req, m, kv_tok)
         total = _finite(w + kv, "context", fmt(req.context, "count"), "weights + KV cache",
                         "give a realistic context and sequence count")
     elif kv_tok is not None:
@@ -118,16 +100,67 @@ def run_memory(req: MemoryRequest) -> Report:
                            "give the memory of one GPU, e.g. 80GB")
         r.step("capacity_bytes", "gpus · memory_per_gpu", value=capacity, unit="bytes",
                gpus=req.gpus, memory_per_gpu=(cap, "bytes"))
-        r.step("needed_bytes", "weights + kv_total", value=total, unit="bytes")
+        r.step("needed_bytes", "weights + kv_total" + (" + kv_replicated" if "kv_replicated_bytes" in r.results else ""),
+               value=total, unit="bytes")
         fits = total <= capacity
         r.set("fits", fits)
         if fits:
             r.step("free_bytes", "capacity − needed", value=capacity - total, unit="bytes")
         else:
             r.step("short_by_bytes", "needed − capacity", value=total - capacity, unit="bytes")
-            r.set("gpus_needed", _gpu_count(total / cap, cap))
+            need = (_gpus_needed(m, w, one_copy, cap) if m is not None and req.context is not None
+                    else _gpu_count(total / cap, cap))
+            r.set("gpus_needed", need)
+            if need is None and m is not None and m.attention == "mla":
+                r.note(f"no tensor-parallel group holds it: MLA keeps the whole cache ({fmt(one_copy, 'bytes')}) on every "
+                       f"GPU, more than one {fmt(cap, 'bytes')} GPU holds; give fewer sequences or a shorter context "
+                       "(more replicas, each with its own sequences, serve the rest)")
         r.note("weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU")
     return r
+
+
+def _kv_cache(r: Report, req: MemoryRequest, m: ModelSpec | None, kv_tok: float | None) -> tuple[float, float]:
+    """(the KV cache the GPUs hold, one copy of it): --context tokens of --sequences sequences; over --gpus as one
+    tensor-parallel group, MLA's latent (or a KV head shared by several GPUs) held once per GPU that needs it."""
+    if kv_tok is None:
+        raise InputError("context", req.context, "needs the KV layout",
+                         "give --model, or --layers, --kv-heads and --head-dim")
+    r.set("context", req.context, "count")
+    r.set("sequences", req.sequences, "count")
+    if m is not None and m.max_context and req.context > m.max_context:
+        r.warn("context-too-long", f"{req.context:,.0f} tokens exceed {m.name}'s {m.max_context:,}-token context "
+                                   "window; the figures below are what it would hold if it did not")
+    held = kv_held_step(r, m, req.context) if m is not None else req.context
+    capped = held != req.context
+    kv = mem.kv_total_bytes(kv_tok, context_tokens=held, n_sequences=req.sequences)
+    _finite(kv, "context", f"{fmt(req.context, 'count')} with {req.sequences:,} sequences", "the KV cache",
+            "give the tokens one sequence holds and the sequences in flight, e.g. --context 8Ki --sequences 32")
+    r.step("kv_total_bytes", "kv_bytes_per_token · " + ("kv_tokens_held" if capped else "context") + " · sequences",
+           value=kv, unit="bytes", **({} if capped else {"context": (req.context, "count")}),
+           sequences=req.sequences, cites=mem.kv_total_bytes)
+    if req.context % KILO == 0 and req.context % KIBI != 0:
+        r.note(f"context read as {req.context:,.0f} tokens (k = 1,000); write {req.context / KILO:g}Ki for "
+               f"{req.context / KILO * KIBI:,.0f}")
+    gib = kv / GIBI
+    if kv >= GIBI and gib < 2**53 and gib == math.floor(gib):
+        r.note(f"kv_total_bytes is exactly {gib:.0f} GiB ({fmt(kv, 'bytes')}): GB and GiB differ by 7%")
+    one_copy = kv
+    if m is not None and req.gpus > 1:  # --gpus as one tensor-parallel group: MLA keeps its latent on each
+        repl, _ = kv_replication_step(r, m, float(req.gpus), kv)
+        kv = kv * repl
+    return kv, one_copy
+
+
+def _gpus_needed(m: ModelSpec, weights: float, kv_one_copy: float, cap: float) -> int | None:
+    """The fewest GPUs of one tensor-parallel group that hold the weights and the cache, each GPU its share of
+    the weights and of the cache as the group keeps it (MLA: all of it on every GPU); None when no group does."""
+    from napkin.formulas import serving as sv
+
+    latent = m.attention == "mla"
+    for n in range(1, 1 << 16):
+        if weights / n + kv_one_copy * float(sv.kv_replication(n, n_kv_heads=m.n_kv_heads, latent=latent)) / n <= cap:
+            return n
+    return None
 
 
 def _gpu_count(ratio: float, cap: float) -> int:

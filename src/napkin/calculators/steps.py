@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from napkin.derivation import Report
 from napkin.formulas import memory as mem
+from napkin.formulas import serving as sv
 from napkin.model import ModelSpec
+from napkin.units import format as _fmt
 
 
 def kv_step(r: Report, m: ModelSpec, b: float, precision: str) -> float:
@@ -64,3 +66,25 @@ def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
             f"L_w = {m.n_sliding_layers}, L = {m.n_layers}, W = {m.sliding_window:,}")
     if not any(n.startswith(f"sliding window: {which} layers of {m.name}") for n in r.notes):
         r.note(text)
+
+
+def kv_replication_step(r: Report, m: ModelSpec, tp: float, kv_total: float) -> tuple[float, float]:
+    """(replication, KV shards) of a model's cache over ``tp`` GPUs, recorded (with a warning) when the cache is
+    held more than once: MLA's one latent per token is read by every head, so each GPU of the group keeps all
+    of it; GQA with more GPUs than KV heads keeps each head on several."""
+    latent = m.attention == "mla"
+    shards = sv.kv_shards(tp, n_kv_heads=m.n_kv_heads, latent=latent)
+    repl = sv.kv_replication(tp, n_kv_heads=m.n_kv_heads, latent=latent)
+    if repl > 1:
+        r.step("kv_replication", "tp / kv_shards" + ("  (MLA: one latent every head reads)" if latent else
+                                                      "  (kv_shards = h_kv / ceil(h_kv / tp))"),
+               value=float(repl), unit="number", tp=tp, kv_shards=float(shards), cites=sv.kv_replication)
+        extra = kv_total * (repl - 1)
+        r.step("kv_replicated_bytes", "kv_total_bytes · (replication − 1)", value=extra, unit="bytes")
+        if latent:
+            r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {tp:g} keeps a full copy "
+                                    f"on every GPU ({_fmt(extra, 'bytes')} more than one copy)")
+        else:
+            r.warn("kv-replicated", f"TP {tp:g} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on "
+                                    f"{repl:g} GPUs, costing {_fmt(extra, 'bytes')} of KV memory beyond one copy")
+    return float(repl), float(shards)

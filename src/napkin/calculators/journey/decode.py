@@ -91,11 +91,17 @@ def batched(r: Report, t: Trip, kv_seq: float, tps: float) -> None:
            value=jf.batch_at_ridge(t.ridge, bytes_per_param=b), unit="number", ridge=t.ridge, bytes_per_param=b,
            cites=jf.batch_at_ridge)
     if t.free > 0:
-        max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / kv_bytes_per_sequence)",
-                         value=float(math.floor(t.free / kv_seq)), unit="count", free_bytes=(t.free, "bytes"))
+        repl = node.kv_copies(r, t)
+        if repl > 1:
+            max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / (kv_bytes_per_sequence · kv_replication))",
+                             value=float(math.floor(t.free / (kv_seq * repl))), unit="count",
+                             free_bytes=(t.free, "bytes"), kv_replication=repl)
+        else:
+            max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / kv_bytes_per_sequence)",
+                             value=float(math.floor(t.free / kv_seq)), unit="count", free_bytes=(t.free, "bytes"))
         if req.batch > max_seq:
             r.warn("batch-does-not-fit", f"a batch of {req.batch} sequences of {t.context:,} tokens needs "
-                                         f"{units.format(req.batch * kv_seq, 'bytes')} of KV cache; "
+                                         f"{units.format(req.batch * kv_seq * repl, 'bytes')} of KV cache; "
                                          f"{units.format(t.free, 'bytes')} are free ({int(max_seq)} sequences)")
     bar = error_bars(t.g).get("tokens_per_s")
     if bar:
@@ -151,3 +157,4 @@ def decode(walk: Walk, t: Trip) -> None:
     r.note("the meter counts 2N for every answer token; the last token is never fed back, so strictly one pass "
            f"fewer ({1 / t.context:.2%} of Σ)")
     walk.close("decode", r, t.decode_flops)
+

@@ -12,6 +12,7 @@ from napkin.formulas import journey as jf
 from napkin.formulas import operators as op
 from napkin.formulas import serving as sv
 
+from . import node
 from .walk import Trip, Walk
 
 ATTENTION_WARN_SHARE = 0.10  # warn when the left-out attention term exceeds this share of 2N·T
@@ -86,8 +87,13 @@ def prefill(walk: Walk, t: Trip) -> None:
         r.step("max_context_kv_bytes", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held,
                unit="bytes", max_context=(m.max_context, "count"))
     if t.free > 0:
-        r.step("kv_capacity_tokens", "free_bytes / kv_bytes_per_token", value=t.free / kv_tok, unit="count",
-               free_bytes=(t.free, "bytes"))
+        repl = node.kv_copies(r, t)
+        if repl > 1:
+            r.step("kv_capacity_tokens", "free_bytes / (kv_bytes_per_token · kv_replication)",
+                   value=t.free / (kv_tok * repl), unit="count", free_bytes=(t.free, "bytes"), kv_replication=repl)
+        else:
+            r.step("kv_capacity_tokens", "free_bytes / kv_bytes_per_token", value=t.free / kv_tok, unit="count",
+                   free_bytes=(t.free, "bytes"))
     r.step("ttft_s", "prefill_s  (on an idle node: queueing and the network add to it)", value=t.prefill_s,
            unit="seconds")
     bar = error_bars(t.g).get("ttft_s")

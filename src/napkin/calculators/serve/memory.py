@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from napkin import catalog
 from napkin.calculators import resolve
-from napkin.calculators.steps import kv_held, kv_step
+from napkin.calculators.steps import kv_held, kv_replication_step, kv_step
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import memory as mem
@@ -75,21 +75,7 @@ def kv_cache(r: Report, s: Setup, req: ServeRequest) -> tuple[float, float, floa
         kv_total = r.step("kv_total_bytes", "kv_bytes_per_sequence · batch",
                           value=mem.kv_total_bytes(kv_tok, context_tokens=held_max, n_sequences=req.batch),
                           unit="bytes", batch=req.batch, cites=mem.kv_total_bytes)
-    latent = m.attention == "mla"
-    shards = sv.kv_shards(s.tp, n_kv_heads=m.n_kv_heads, latent=latent)
-    repl = sv.kv_replication(s.tp, n_kv_heads=m.n_kv_heads, latent=latent)
-    if repl > 1:
-        r.step("kv_replication", "tp / kv_shards" + ("  (MLA: one latent every head reads)" if latent else
-                                                      "  (kv_shards = h_kv / ceil(h_kv / tp))"),
-               value=float(repl), unit="number", tp=s.tp, kv_shards=float(shards), cites=sv.kv_replication)
-        extra = kv_total * (repl - 1)
-        r.step("kv_replicated_bytes", "kv_total_bytes · (replication − 1)", value=extra, unit="bytes")
-        if latent:
-            r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {s.tp} keeps a full copy "
-                                    f"on every GPU ({_fmt(extra, 'bytes')} more than one copy)")
-        else:
-            r.warn("kv-replicated", f"TP {s.tp} exceeds the {m.n_kv_heads} KV heads: each head is kept on "
-                                    f"{repl:g} GPUs, costing {_fmt(extra, 'bytes')} of KV memory beyond one copy")
+    _, shards = kv_replication_step(r, m, s.tp, kv_total)
     kv_gpu = r.step("kv_bytes_per_gpu", "kv_total_bytes / (pp · kv_shards)", value=kv_total / (s.pp * shards),
                     unit="bytes", pp=s.pp, kv_shards=float(shards))
     return kv_tok, kv_gpu, shards, shared_held, own_held
