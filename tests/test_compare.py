@@ -106,3 +106,12 @@ def test_rows_list_each_part_in_rank_order_for_the_page():
     rows = dict(r.rows())
     assert rows["1. next"] == "$0.06629/M at 40% MFU (guess), $4.50/h; -19.0% per token vs h100-sxm"
     assert rows["2. h100-sxm"] == "$0.08188/M at 40% MFU, $2.50/h; the baseline"
+
+
+def test_a_part_with_no_reference_price_is_named_in_the_fix():
+    """Review: the fix said `--price 2.50/h`, which prices every part alike (and warns so); the part is named now."""
+    assert catalog.gpu_hour_price("l40s") is None  # the premise: the catalog lists no L40S rental price
+    with pytest.raises(InputError) as e:
+        calculate("compare", gpu="h100,l40s", params="7B", tokens="2T")
+    assert str(e.value) == ("price is required for l40s: the catalog has no reference price for the L40S; got nothing "
+                            "(give --price l40s=2.50 (your loaded $/GPU-hour for it))")

@@ -18,7 +18,7 @@ PARSED = [
     ("15T tokens", "count", 15e12), ("1.5 B", "count", 1.5e9),
     # bytes: decimal and binary kept apart
     ("80GB", "bytes", 80e9), ("80GiB", "bytes", 80 * 2**30), ("141 GB", "bytes", 141e9),
-    ("512 KiB", "bytes", 512 * 1024), ("1TB", "bytes", 1e12), ("400Gbit", "bytes", 50e9), ("123", "bytes", 123.0),
+    ("512 KiB", "bytes", 512 * 1024), ("1TB", "bytes", 1e12), ("400Gbit", "bytes", 50e9), ("123B", "bytes", 123.0), ("85899345920", "bytes", 85899345920.0),
     # work and rates
     ("989 TFLOP/s", "flops_per_s", 989e12), ("989T", "flops_per_s", 989e12), ("1.979e15", "flops_per_s", 1.979e15),
     ("989 TFLOPS", "flops_per_s", 989e12), ("810 TFLOP", "flops", 810e12), ("3.8e25 FLOP", "flops", 3.8e25),
@@ -206,3 +206,11 @@ def test_a_tiny_flop_rate_is_short():
     assert units.format(5.682230977507042e-06, "flops_per_s") == "5.682e-6 FLOP/s"
     assert units.parse("5.682e-6 FLOP/s", "flops_per_s") == 5.682e-6
     assert units.format(0.0015, "flops_per_s") == "0.0015 FLOP/s"
+
+
+def test_a_small_bare_size_is_refused_not_read_as_bytes():
+    """`--memory 80` was 80 bytes (fits no, 175,000,000 GPUs needed): a size under 1 MiB with no unit is refused;
+    a number (the JSON API's base units) and a big bare figure still read as bytes."""
+    with pytest.raises(InputError, match=r"memory has no unit \(read bare, it is bytes\); got 80 \(write 80GB"):
+        units.parse("80", "bytes", "memory")
+    assert units.parse(80, "bytes") == 80.0 and units.parse("80B", "bytes") == 80.0

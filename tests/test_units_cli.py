@@ -24,6 +24,11 @@ ONLY_THOUSANDS = "commas may only separate thousands, as in 1,500"
     (("compare", "--gpu", "h100-sxm,b200", "--price", "h100-sxm=2,50,b200=4.50", "--params", "7B", "--tokens", "2T"),
      f"error: price[h100-sxm] {COMMA}; got 2,50 (write 2.50 for a decimal; {ONLY_THOUSANDS})"),
     # the percent hint: none for 150% (was "did you mean 0.01?"), every figure for 12.5 (was 0.12)
+    (("memory", "--params", "7B", "--gpu", "h100", "--memory", "80"),  # was 80 bytes: fits no, 175,000,000 GPUs
+     "error: memory has no unit (read bare, it is bytes); got 80 (write 80GB or 80GiB, or 80B for bytes)"),
+    (("train", "--flops", "1e24", "--params", "7B", "--tokens", "2T"),  # was "flops: and --tokens ..."
+     "error: flops cannot be given with --tokens: both fix the run's size; got 1e24 FLOP (give two of --flops, "
+     "--params and --tokens)"),
     (("memory", "--params", "7B", "--usable", "150%"), "error: usable must be in (0, 1]; got 150%"),
     (("memory", "--params", "7B", "--usable", "12.5"), "error: usable must be in (0, 1]; got 12.5 (did you mean 0.125?)"),
     (("memory", "--params", "7B", "--usable", "80"), "error: usable must be in (0, 1]; got 80 (did you mean 0.80?)"),

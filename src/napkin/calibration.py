@@ -120,11 +120,13 @@ class Calibration(msgspec.Struct, kw_only=True):
                 best = (distance, label, rate)
         return None if best is None else (best[1], best[2])
 
-    def fit_warnings(self, gpu: Any = None, *, uses: str, precision: str | None = None) -> list[tuple[str, str]]:
+    def fit_warnings(self, gpu: Any = None, *, uses: str, precision: str | None = None,
+                     peak_by_hand: bool = False) -> list[tuple[str, str]]:
         """(code, message) for each reason this file's figures may not carry over to a plan.
 
         ``uses`` names what the plan takes from it ("its training MFU"); ``gpu`` is the
-        plan's Accelerator; ``precision`` the plan's training precision (for the MFU).
+        plan's Accelerator; ``precision`` the plan's training precision (for the MFU); ``peak_by_hand``: the plan's
+        peak was given (then an MFU over a measured ceiling is multiplied by the peak the user chose, not a datasheet's).
         A CPU file applied to an H100 plan, a busy machine, an MFU over a measured ceiling
         rather than a datasheet peak, another precision: each is said, never silent.
         """
@@ -135,7 +137,7 @@ class Calibration(msgspec.Struct, kw_only=True):
             out.append(("calibration-device", f"the calibration was measured on {where}, not the {gpu.name} this "
                                               f"plan is priced on: {uses} may not carry over; measure on the part "
                                               f"you will run on"))
-        if "MFU" in uses and self.training_mfu_basis == "measured ceiling":
+        if "MFU" in uses and self.training_mfu_basis == "measured ceiling" and not peak_by_hand:
             out.append(("calibration-basis", "the calibration's training MFU is over the device's measured matmul "
                                              "ceiling, not a datasheet peak, while this plan multiplies it by the "
                                              "datasheet peak"))

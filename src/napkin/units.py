@@ -147,6 +147,9 @@ def parse(text: str | float | int, kind: str, field: str = "value") -> float:
     unit = unit.strip()
     if dollar and kind not in ("usd", "usd_per_hour", "usd_per_million", "usd_per_kwh"):
         raise _fail(field, raw, kind, f"is money; expected {EXPECTED[kind]}")
+    if kind == "bytes" and not unit and 0 < abs(value) < MEBI:  # "--memory 80": 80 bytes is never what is meant
+        raise InputError(field, raw, "has no unit (read bare, it is bytes)",
+                         f"write {raw.strip()}GB or {raw.strip()}GiB, or {raw.strip()}B for bytes")
     scale = _scale(unit, kind, field, raw, gap)
     result = value * scale
     if not math.isfinite(result):

@@ -333,6 +333,9 @@ def test_a_cpu_calibration_on_a_gpu_plan_is_said_not_silent(quick, run_cli):
                              "--calibration", str(path), "--json").stdout)
     codes = {w["code"] for w in out["warnings"]}
     assert {"calibration-device", "calibration-basis", "calibration-precision"} <= codes
+    by_hand = json.loads(run_cli("train", "--params", "8B", "--tokens", "1T", "--peak", "185.9G", "--gpus", "1",
+                                 "--calibration", str(path), "--json").stdout)
+    assert "calibration-basis" not in {w["code"] for w in by_hand["warnings"]}  # the peak is the user's, not a datasheet's
     device = next(w["message"] for w in out["warnings"] if w["code"] == "calibration-device")
     assert f"measured on {data['device']}, which is not a part in the catalog, not the H100 SXM" in device
     assert ("contended-calibration" in codes) == data["contended"]

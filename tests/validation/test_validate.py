@@ -77,3 +77,14 @@ def test_plan_serve_cites_the_error_bar_of_its_best_gpu():
     assert b200["best_error_bar"]["tokens_per_s"] == (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) "
                                                       f"on {cell['n']} published points, out of sample")
     assert error_bars()["throughput"].get("b200", {}).get("n", 0) < 3
+
+
+def test_efficiencies_by_hand_drop_the_error_bar():
+    """The error bar is the validated model's: with its efficiencies or fixed costs replaced it covers nothing, and
+    the answer says so (review: it was printed unchanged)."""
+    r = napkin.serve(model="llama-3.1-8b", gpu="h100", batch=8, gemm_efficiency=0.6, layer_overhead="50us")
+    assert "error_bar" not in r.results
+    assert "no error bar: --gemm-efficiency, --layer-overhead replace what `napkin validate` measured the model " \
+           "with, so its published errors do not cover these figures" in r.notes
+    p = napkin.plan_serve(model="llama-3.1-8b", gpu=["h100"], prompt=1000, output=200, bandwidth_efficiency=0.7)
+    assert "best_error_bar" not in p.results

@@ -147,6 +147,9 @@ def run_compare(req: CompareRequest) -> Report:
         if not in_catalog and key not in prices:
             raise InputError("price", "nothing", f"is required for {key}, a part given by hand",
                              f"give --price {key}=4.50")
+        if in_catalog and key not in prices and catalog.gpu_hour_price(key) is None:  # name the part, not one price
+            raise InputError("price", "nothing", f"is required for {key}: the catalog has no reference price for the "
+                             f"{catalog.gpu(key).name}", f"give --price {key}=2.50 (your loaded $/GPU-hour for it)")
         raw: dict[str, Any] = {
             "model": req.model, "params": req.params, "tokens": req.tokens, "precision": req.precision,
             "flops_convention": req.flops_convention, "seq_len": req.seq_len,

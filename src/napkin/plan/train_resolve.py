@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from napkin import catalog
+from napkin import catalog, units
 from napkin.calculators.resolve import assume_default, warn_if_stale_price
 from napkin.derivation import Report
 from napkin.errors import InputError
@@ -40,7 +40,7 @@ def _sizes(req: PlanTrainRequest, domain: int) -> list[int]:
     """The cluster sizes to search: --gpus, the product of the given degrees, or the candidates for --deadline."""
     if req.gpus:
         if req.deadline is not None:
-            raise InputError("deadline", req.deadline, "is not used beside --gpus",
+            raise InputError("deadline", units.format(req.deadline, "seconds"), "is not used beside --gpus",
                              "give --gpus to plan a cluster, or --deadline with --tokens to size one")
         return sorted(set(req.gpus))
     if None not in (req.tp, req.pp, req.cp, req.dp):

@@ -14,8 +14,16 @@ from .inputs import Setup
 from .request import ServeRequest
 
 
+BY_HAND = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency", "layer_overhead", "step_overhead")
+
+
 def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:
     if s.by_hand:  # figures by hand: no published measurement covers the part
+        return
+    given = [f"--{k.replace('_', '-')}" for k in BY_HAND if getattr(req, k, None) is not None]
+    if given:  # the validated model's efficiencies and fixed costs, replaced: its error bar is not this model's
+        r.note(f"no error bar: {', '.join(given)} replace{'s' if len(given) == 1 else ''} what `napkin validate` "
+               "measured the model with, so its published errors do not cover these figures")
         return
     out = error_bars(s.g)
     if out:

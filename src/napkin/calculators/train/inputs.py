@@ -82,7 +82,7 @@ def resolve_tokens(r: Report, req: Any, m: ModelSpec | None, fpt: float = 0.0) -
     budget = getattr(req, "flops", None)
     if budget is not None:
         if d is not None or u is not None:
-            raise InputError("flops", fmt(budget, "flops"), "and --tokens both fix the run's size",
+            raise InputError("flops", fmt(budget, "flops"), "cannot be given with --tokens: both fix the run's size",
                              "give two of --flops, --params and --tokens")
         d = r.step("advanced_tokens", "C / flops_per_token  (the budget read as tokens)", value=budget / fpt,
                    unit="count", C=(budget, "flops"), flops_per_token=(fpt, "flops"))
@@ -152,7 +152,8 @@ def resolve_mfu(r: Report, req: Any, n: float, g: Accelerator | None = None, m: 
         # the measured MFU counted the way this plan counts FLOPs per token (6N, causal, full)
         mfu = cal.training_mfu_for(getattr(req, "flops_convention", "6N")) or cal.training_mfu
         r.assume("mfu", mfu, cal.label, unit="fraction", basis="measured")
-        for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None)):
+        for code, message in cal.fit_warnings(g, uses="its training MFU", precision=getattr(req, "precision", None),
+                                              peak_by_hand=getattr(req, "peak", None) is not None):
             r.warn(code, message)
         size = getattr(cal, "training_mfu_params", None)
         if size and n and abs(size - n) / n > 0.5:
