@@ -64,9 +64,10 @@ def test_every_degree_given_puts_that_configuration_at_the_top_level():
                    tokens="1T", price="2/h")
     assert ROW_KEYS <= set(r.keys()) and "ranked" not in r and "configs_evaluated" not in r
     assert r["gpus"] == 8 and r["zero"] == 3 and r["fits"] is True
-    assert r["wall_s"] == pytest.approx(1e12 / r["tokens_per_s"])
+    assert r["wall_s"] == pytest.approx(1e12 / (r["tokens_per_s"] * 0.9))  # the assumed goodput, as train's
     assert r["gpu_hours"] == pytest.approx(r["wall_s"] * 8 / 3600)
     assert r["usd"] == pytest.approx(r["gpu_hours"] * 2)
+    assert next(a for a in r.assumptions if a.name == "goodput").value == 0.9
     assert [s.name for s in r.steps][:2] == ["stage_params", "weights_bytes_per_gpu"]
 
 
@@ -198,3 +199,16 @@ def test_cli_text_lists_the_ranking_as_a_table(run_cli_module):
     assert table[0].split() == ["gpus", "tp", "pp", "cp", "ep", "dp", "zero", "recompute", "mb", "v", "sp",
                                 "mem/GPU", "step", "MFU", "tok/s", "bound", "alike"]
     assert len(table) == 4 and "  best " not in out  # the best row is the table's first, not a dict dump
+
+
+def test_plan_train_and_train_agree_on_a_deadline():
+    """The planner counts goodput as `napkin train` does (review: plan train said 192 GPUs meet 6 days, and
+    `train --mfu auto` on those 192 GPUs took 6.26 days at its assumed 90% goodput)."""
+    from napkin import calculate
+
+    plan = plan_train(model="llama-3.1-8b", gpu="h100-sxm", tokens="1T", deadline="6d", top=1)
+    n = plan["ranked"][0]["gpus"]
+    train = calculate("train", model="llama-3.1-8b", gpu="h100-sxm", tokens="1T", gpus=n, mfu="auto")
+    assert train["wall_s"] <= 6 * 86400 and plan["ranked"][0]["wall_s"] == pytest.approx(train["wall_s"], rel=1e-9)
+    sure = plan_train(model="llama-3.1-8b", gpu="h100-sxm", tokens="1T", deadline="6d", goodput=1.0, top=1)
+    assert sure["ranked"][0]["gpus"] <= n  # at 100% goodput no more GPUs are needed

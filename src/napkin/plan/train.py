@@ -68,7 +68,7 @@ def _deadline_rows(S: TrainSetup, res: dict[str, Any], req: PlanTrainRequest, r:
         if not len(p["keys"]):
             continue
         n = p["keys"][0][0]
-        wall = float(p["score"][0]) * req.tokens / S.seq_len  # seconds per sequence times sequences
+        wall = float(p["score"][0]) * req.tokens / S.seq_len / S.goodput  # seconds per sequence times sequences
         fastest = min(fastest or (math.inf, 0), (wall, n))
         if wall <= req.deadline:
             meeting.append((tuple(p["keys"][0]), int(p["alike"][0])))

@@ -217,7 +217,8 @@ def evaluate(S: TrainSetup, **degrees: Any) -> dict[str, Any]:
 
 
 def figures(S: TrainSetup, e: dict[str, Any]) -> dict[str, Any]:
-    """MFU, HFU, tokens/s, wall time, GPU-hours and cost of evaluated configurations."""
+    """MFU, HFU, tokens/s, wall time, GPU-hours and cost of evaluated configurations (wall time = tokens /
+    (tokens/s · goodput), as `napkin train` counts it)."""
     c = e["config"]
     n = c["tp"] * c["pp"] * c["cp"] * c["dp"]
     tokens_per_step = c["batch"] * S.seq_len
@@ -227,7 +228,7 @@ def figures(S: TrainSetup, e: dict[str, Any]) -> dict[str, Any]:
                                          recompute=c["recompute"])
     hfu = mfu * (1.0 + extra / S.flops_per_token)
     tps = tokens_per_step / e["step"]
-    wall = S.tokens / tps
+    wall = S.tokens / (tps * S.goodput)  # the paid time: the share goodput leaves advances the run
     gpu_hours = wall * n / HOUR
     return {"gpus": n, "mfu": mfu, "hfu": hfu, "tokens_per_s": tps, "wall_s": wall, "gpu_hours": gpu_hours,
             "usd": gpu_hours * S.usd_per_gpu_hour, "tokens_per_step": tokens_per_step}

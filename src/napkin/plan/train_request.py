@@ -38,6 +38,9 @@ class PlanTrainRequest(S, kw_only=True, forbid_unknown_fields=True):
     max_gpus: Annotated[int, field("int", "largest cluster a --deadline may ask for", gt=0)] = 65536
     tokens: Annotated[float | None, field("count", "tokens of the whole run (gives wall time, GPU-hours, cost)",
                                           gt=0)] = None
+    goodput: Annotated[float | None, field("fraction", "share of paid time that advances training, for wall time, "
+                                                       "GPU-hours and cost (default: assumed, as `napkin train`)",
+                                           gt=0, le=1)] = None
     seq_len: Annotated[float | None, field("count", "tokens per sequence (default 4096, assumed)", gt=0)] = None
     global_batch: Annotated[str | None, field("text", "sequences or tokens per optimizer step: 2048seq, 16Mi or 4M "
                                                       "tokens (default 4Mi tokens, assumed)")] = None

@@ -36,6 +36,15 @@ def model_of(req: PlanTrainRequest) -> ModelSpec:
     return hand_model(req)
 
 
+def _goodput(r: Report, req: PlanTrainRequest) -> float:
+    """Goodput for the run's wall time, GPU-hours and cost, as `napkin train` takes it (only with --tokens)."""
+    if req.goodput is not None:
+        return r.assume("goodput", req.goodput, "as given", unit="fraction", basis="given")
+    if req.tokens is None:
+        return 1.0
+    return assume_default(r, "goodput", "training_goodput")
+
+
 def _sizes(req: PlanTrainRequest, domain: int) -> list[int]:
     """The cluster sizes to search: --gpus, the product of the given degrees, or the candidates for --deadline."""
     if req.gpus:
@@ -136,7 +145,7 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
         uneven_stages=float(req.pp is not None),
         flops_per_token=F.train_flops_per_token(m.active_params, attention_flops=attn), attention_flops_per_token=attn,
         flops_convention=req.flops_convention, tokens=req.tokens if req.tokens is not None else math.nan,
-        usd_per_gpu_hour=_price(r, req, g.key))
+        usd_per_gpu_hour=_price(r, req, g.key), goodput=_goodput(r, req))
     if req.usable is not None:
         r.assume("usable", req.usable, "given", unit="fraction", basis="given")
     return setup, m, g, space, _sizes(req, g.scale_up_domain)

@@ -105,6 +105,7 @@ class TrainSetup:
     flops_convention: str
     tokens: float  # tokens of the whole run (nan when not given)
     usd_per_gpu_hour: float  # nan when there is no price
+    goodput: float = 1.0  # share of paid time that advances training (wall time, GPU-hours and cost)
 
     @property
     def usable_bytes(self) -> float:
