@@ -194,7 +194,7 @@ def test_the_batch_is_serves_continuous_batching_with_every_prefill_paid():
     assert r["batch_tokens_per_s"] == pytest.approx(s["tokens_per_s"], rel=1e-12)
     # the bill's node time per request is its share of that throughput, its prefill included
     assert r["shared_node_s"] == pytest.approx(300 / s["tokens_per_s"], rel=1e-12)
-    assert r["gpu_usd_per_million_output"] == pytest.approx(
+    assert r["gpu_usd_per_million_tokens_all_in"] == pytest.approx(
         calculate("serve", model="llama-3.1-405b", gpu="h100-sxm", gpus=8, precision="fp8", prompt=1000, output=300,
                   batch=64, price="3/h")["usd_per_million_tokens_all_in"], rel=1e-12)
 

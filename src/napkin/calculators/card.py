@@ -50,7 +50,7 @@ ROWS: list[tuple[str, str, str, str | None]] = [
     ("meter_flops", "Σ FLOPs of one request", "decode", None),
     ("usd", "API bill for the request", "bill", None),
     ("output_over_input_price", "output price over input price", "bill", None),
-    ("gpu_usd_per_million_output", "GPU cost per million output tokens at batch {batch}", "bill", None),
+    ("gpu_usd_per_million_tokens_all_in", "GPU cost per million output tokens, prompts included, at batch {batch}", "bill", None),
     ("flops_per_usd", "FLOPs per dollar", "bill", None),
     ("energy_j", "energy per request, batched", "bill", None),
     ("train_flops", "6ND, the training run", "training", None),
