@@ -220,3 +220,18 @@ def test_a_lone_price_prices_every_gpu_searched_as_compare_takes_it():
     mixed = plan(gpu="h100-sxm,h200", price="all=3,h200=4", precision="bf16", ttft="2s", tpot="100ms", top=50)
     per_gpu = {x["gpu"]: x["fleet_usd_per_hour"] / x["total_gpus"] for x in mixed["ranking"]}
     assert per_gpu == {"h100-sxm": pytest.approx(3.0), "h200": pytest.approx(4.0)}
+
+
+def test_every_row_says_what_binds_as_serve_says_it():
+    """The planner classes each configuration's decode step as `napkin serve` classes the same one (review: the
+    docs' best row said compute where serve said bandwidth, and 'communication' where serve said fixed costs)."""
+    import napkin
+
+    r = plan(gpu="h100-sxm,b200", precision="bf16,fp8", rate=None, ttft="2s", tpot="100ms", prompt=1000,
+             output=300, top=25)
+    rows = r["ranking"] + r["pareto_front"]
+    assert len({x["bound"] for x in rows}) >= 2  # the grid spans more than one class
+    for x in rows:
+        s = napkin.serve(model="llama-3.1-70b", gpu=x["gpu"], gpus=x["gpus"], tp=x["tp"], batch=x["batch"],
+                         precision=x["precision"], prompt=1000, output=300)
+        assert x["bound"] == s["bound"], x

@@ -19,7 +19,7 @@ from .inputs import Setup
 from .memory import Memory
 from .request import ServeRequest
 
-GEMMS = ("qkv", "attention_out", "mlp", "lm_head")
+GEMMS = op.GEMMS
 
 
 @dataclass
@@ -86,15 +86,8 @@ def decode_step(s: Setup, batch: float, c: Context) -> dict[str, op.OperatorTime
 
 
 def bound_of(ops: dict[str, op.OperatorTime]) -> str:
-    """What binds a step: the class of operators taking the most time."""
-    weights = sum(float(ops[k].seconds) for k in GEMMS if float(ops[k].memory_s) >= float(ops[k].compute_s))
-    compute = sum(float(ops[k].seconds) for k in GEMMS if float(ops[k].memory_s) < float(ops[k].compute_s))
-    kv = float(ops["attention"].seconds)
-    comm = float(ops["allreduce"].seconds)
-    fixed = float(ops["layer_overhead"].seconds + ops["step_overhead"].seconds + ops["elementwise"].seconds)
-    classes = {"bandwidth": weights + kv if weights + kv >= max(compute, comm, fixed) else 0.0, "compute": compute,
-               "communication": comm, "fixed costs": fixed}
-    return max(classes, key=lambda k: classes[k])
+    """What binds a step: the class of operators taking the most time (formulas.operators.binding)."""
+    return op.BINDING[int(op.binding(ops))]
 
 
 def compute_bound(r: Report, s: Setup, c: Context, *, max_batch: int) -> None:

@@ -54,21 +54,23 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
                             bytes_per_weight=H["b_w"][h])
     f = gr.steady_state(m, prompt=c["prompt"], output=c["output"], chunk=req.chunk, rates=rates, shapes=shapes,
                         t=c["tp"], pp=c["pp"], B=c["batch"], prefix=np.minimum(req.cached_prefix, c["prompt"] - 1))
+    # what binds: the decode step of the whole batch at the mean context, classed as `napkin serve` classes it
+    b = sv.microbatch(c["batch"], pp=c["pp"])
+    held = m.kv_held_tokens(c["prompt"] + c["output"] / 2.0)
+    f["binding"] = op.binding(op.step_operators(b, kv_tokens=b * held, prefill_pairs=0.0 * b, logits=b, shapes=shapes,
+                                                rates=rates, tp=c["tp"]))
     return {k: np.broadcast_to(v, h.shape) for k, v in f.items()}
 
 
 def bounds(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any], *, as_arrays: bool = False) -> Any:
-    """What binds each cell's steps (communication, compute or bandwidth), from its steady state's parts."""
-    import numpy as np
-
+    """What binds each cell's decode step (bandwidth, compute, communication or fixed costs), as `napkin serve`
+    says it for the same configuration (formulas.operators.binding); as arrays: (communication, compute) masks."""
     if not len(c["flat"]) and not as_arrays:
         return []
-    f = detail(req, g, c)
-    comm = f["comm"] > np.maximum(f["memory"], f["compute"])
-    comp = f["compute"] > f["memory"]
+    cls = detail(req, g, c)["binding"]
     if as_arrays:
-        return comm, comp
-    return ["communication" if a else ("compute" if b else "bandwidth") for a, b in zip(comm, comp)]
+        return cls == op.BINDING.index("communication"), cls == op.BINDING.index("compute")
+    return [op.BINDING[int(k)] for k in cls]
 
 
 def row(g: gr.Grid, c: dict[str, Any], i: int, bound: str, *, at_load: bool = True, axes: bool = False) -> dict:
