@@ -148,3 +148,14 @@ def test_an_input_with_a_default_is_given_only_when_it_differs(run_cli):
     assert basis(*serve, name="allreduce_latency") == "catalog"
     assert basis(*serve, "--allreduce-latency", "5us", name="allreduce_latency") == "given"
     assert basis("journey", "--system-tokens", "500", name="system_tokens") == "given"
+
+
+def test_a_field_counted_in_days_takes_a_duration():
+    """Review: `--days 54d` was refused while `--period 54d` worked; a days field reads 54d, 3w or a plain 54."""
+    from napkin import calculate
+
+    base = dict(params="70B", tokens="2T", gpus=2048, gpu="h100")
+    plain = calculate("check", days="54", **base)
+    assert calculate("check", days="54d", **base).to_dict() == plain.to_dict()
+    weeks = calculate("optimal", gpus=1024, days="3w", gpu="h100")
+    assert weeks["train_flops"] == pytest.approx(calculate("optimal", gpus=1024, days=21, gpu="h100")["train_flops"])

@@ -226,7 +226,10 @@ def _scalar(name: str, raw: Any, kind: str, meta: dict) -> Any:
         check_bounds(name, v, meta, kind, raw)
         limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
         return int(v)
-    v = units.parse(raw, kind, name)
+    if kind == "number" and meta.get("unit") == "d" and isinstance(raw, str) and raw.strip()[-1:].isalpha():
+        v = units.parse(raw, "seconds", name) / units.DAY  # a field counted in days takes a duration: 54d, 3w
+    else:
+        v = units.parse(raw, kind, name)
     check_bounds(name, v, meta, kind, raw)
     limits.check(name, v, kind, zero_ok=_within(0, meta), raw=raw)
     return v
