@@ -172,7 +172,7 @@ CARD_405B = (
     '  decode floor per token                                                  15.14 ms  (active weights + KV) / (gpus · bandwidth)               5. Decode\n'
     '  share of the floor one request reaches                                     45.2%  decode_floor_s_per_token / decode_s_per_token            5. Decode\n'
     '  decode speed, one user                                                   29.87/s  1 / decode_s_per_token                                   5. Decode\n'
-    '  batch where decode turns compute-bound                                     295.4  ridge · bytes_per_param / 2                              5. Decode\n'
+    '  batch where decode turns compute-bound, at the datasheet ridge             295.4  ridge · bytes_per_param / 2                              5. Decode\n'
     '  throughput gain at batch 64                                                30.54  batch_tokens_per_s / decode_tokens_per_s                 5. Decode\n'
     '  all-reduce volume per token per GPU                                     14.45 MB  2 all-reduces · L · 2 · (n − 1) / n · d_model · 2 bytes  5. Decode\n'
     "  all-reduces' share of a one-user decode step                                9.9%  tp_allreduce_s_per_token / decode_s_per_token            5. Decode\n"

@@ -43,7 +43,7 @@ ROWS: list[tuple[str, str, str, str | None]] = [
     ("decode_floor_s_per_token", "decode floor per token", "decode", None),
     ("decode_floor_share", "share of the floor one request reaches", "decode", None),
     ("decode_tokens_per_s", "decode speed, one user", "decode", None),
-    ("batch_at_ridge", "batch where decode turns compute-bound", "decode", None),
+    ("batch_at_ridge", "batch where decode turns compute-bound, at the datasheet ridge", "decode", None),
     ("batch_speedup", "throughput gain at batch {batch}", "decode", None),
     ("tp_allreduce_bytes_per_token", "all-reduce volume per token per GPU", "decode", None),
     ("tp_allreduce_share", "all-reduces' share of a one-user decode step", "decode", None),
