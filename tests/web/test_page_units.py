@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ("tokens_per_s_per_user", "per_s"),      # a rate with a qualifier after it
     ("usd_per_million_output_tokens", "usd_per_million"),
     ("usd_per_million_tokens_all_in", "usd_per_million"),  # the qualifier after the words of the unit
+    ("hfu", "fraction"), ("share", "fraction"),  # review: plan train's HFU read 0.5391 beside MFU 53.9%
+    ("bytes", "bytes"), ("seconds", "seconds"),  # an operator row's columns (3.217e9 where the CLI says 3.217 GB)
     ("fleet_usd_per_hour", "usd_per_hour"),
     ("ttft_s", "seconds"),
 ])

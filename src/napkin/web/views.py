@@ -118,7 +118,8 @@ CELL_KINDS: tuple[tuple[str, str], ...] = (
 )
 # "X_per_<thing>": X for one thing (a sequence, a step), in X's unit
 PER_THING = re.compile(r"(.+?)_per_(sequence|step|token|request|user|gpu|node|replica|layer|day)")
-FRACTION_KEYS = ("mfu", "goodput", "utilization", "goodput_tokens", "goodput_time", "fraction_of_peak")
+FRACTION_KEYS = ("mfu", "hfu", "goodput", "utilization", "goodput_tokens", "goodput_time", "fraction_of_peak")
+BARE_KEYS = {"flops": "flops", "bytes": "bytes", "seconds": "seconds", "share": "fraction"}
 TABLE_ROWS = 100
 
 
@@ -126,8 +127,8 @@ def cell_kind(key: str) -> str | None:
     """The unit kind a table cell takes from its column's key (``ttft_s`` is seconds)."""
     if key in FRACTION_KEYS or key.endswith("_fraction") or key.startswith(("mfu_", "goodput_")):
         return "fraction"
-    if key == "flops":  # a rung's FLOPs, beside its figures in FLOP
-        return "flops"
+    if key in BARE_KEYS:  # a rung's FLOPs; an operator row's bytes, time and share of the step
+        return BARE_KEYS[key]
     for pattern, kind in CELL_KINDS:
         # rates and prices may carry a qualifier after the unit (usd_per_million_output_tokens), as a
         # word of its own: kv_bytes_per_sequence is bytes and batch_s_per_step seconds, not rates per second
