@@ -130,7 +130,7 @@ def test_no_break_even_is_said_in_words_not_a_null():
 
 
 def test_self_hosted_carries_the_serving_warnings():
-    r = bill(model="claude-haiku-3.5", serve_model="llama-3.1-405b", self_hosted=True, gpu="h100", gpus=16,
+    r = bill(model="claude-haiku-3.5", serve_model="llama-3.1-405b", self_hosted=True, gpu="h100", gpus=16, tp=16,
              price="5/h")
     assert any(w.code == "beyond-scale-up-domain" and w.message.startswith("self-hosted: TP 16") for w in r.warnings)
 

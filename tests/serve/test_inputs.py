@@ -81,7 +81,7 @@ def test_request_defaults_are_the_catalog_defaults(calc, field, key):
 
 
 def test_an_assumed_default_carries_its_source_and_a_given_value_does_not():
-    r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=16, batch=8, draft="llama-3.2-1b")
+    r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=16, tp=16, batch=8, draft="llama-3.2-1b")
     a = {x.name: x for x in r.assumptions}
     assert a["acceptance"].basis == "assumed" and "Leviathan" in a["acceptance"].source
     assert a["gemm_efficiency"].basis == "catalog" and "MAMF" in a["gemm_efficiency"].source

@@ -281,3 +281,16 @@ def test_config_listing_one_kv_head_per_query_head_is_a_warning(tmp_path):
     # a catalog MHA entry is checked against its published count: a note, not a warning (GPT-3: 96 heads)
     gpt3 = serve(model="gpt-3-175b", gpu="h100", gpus=8)
     assert "kv-heads" not in codes(gpt3) and any("caches K and V for all 96 heads" in n for n in gpt3.notes)
+
+
+def test_gpus_beyond_the_scale_up_domain_default_to_pipeline_stages():
+    """Review: --gpus 16 on H100 made one TP group of 16 across two boards, and then warned to keep TP within 8."""
+    import napkin
+
+    r = napkin.serve(model="llama-3.1-70b", gpu="h100", gpus=16, batch=16)
+    assert (r["tp"], r["gpus"]) == (8, 16) and "beyond-scale-up-domain" not in [w.code for w in r.warnings]
+    assert ("--gpus 16 spans more than one scale-up domain of 8: TP 8 within it and 2 pipeline stages (give --tp "
+            "for another split)") in r.notes
+    asked = napkin.serve(model="llama-3.1-70b", gpu="h100", gpus=16, tp=16, batch=16)  # asked for: kept, warned
+    assert asked["tp"] == 16 and "beyond-scale-up-domain" in [w.code for w in asked.warnings]
+    assert napkin.serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=16)["tp"] == 8  # within a board: one group

@@ -53,10 +53,18 @@ def compute_precision_for(g: Accelerator, precision: str) -> str:
     return cp
 
 
-def parallelism(req_gpus: int | None, req_tp: int | None, m: ModelSpec) -> tuple[int, int, int]:
-    """(gpus, tp, pp) from --gpus/--tp, with clear errors for impossible layouts."""
+def parallelism(req_gpus: int | None, req_tp: int | None, m: ModelSpec, *, domain: int | None = None,
+                r: Report | None = None) -> tuple[int, int, int]:
+    """(gpus, tp, pp) from --gpus/--tp, with clear errors for impossible layouts. Without --tp the GPUs are one
+    TP group, up to the scale-up ``domain``: beyond it the largest TP within it that divides the GPUs and the
+    heads, and the rest pipeline stages (said in a note)."""
     gpus = req_gpus if req_gpus is not None else (req_tp if req_tp is not None else 1)
     tp = req_tp if req_tp is not None else gpus
+    if req_tp is None and domain and gpus > domain:
+        tp = max(d for d in range(1, int(domain) + 1) if gpus % d == 0 and m.n_heads % d == 0)
+        if r is not None:
+            r.note(f"--gpus {gpus} spans more than one scale-up domain of {domain:g}: TP {tp} within it and "
+                   f"{gpus // tp} pipeline stages (give --tp for another split)")
     if tp > gpus:
         raise InputError("tp", tp, f"exceeds the GPUs of the replica ({gpus})",
                          f"use --tp at most {gpus}, or raise --gpus to {tp}")
@@ -77,7 +85,7 @@ def parallelism(req_gpus: int | None, req_tp: int | None, m: ModelSpec) -> tuple
 def setup(req: ServeRequest, r: Report) -> Setup:
     m = catalog.model(req.model)
     g = catalog.gpu(req.gpu)
-    gpus, tp, pp = parallelism(req.gpus, req.tp, m)
+    gpus, tp, pp = parallelism(req.gpus, req.tp, m, domain=g.scale_up_domain, r=r)
     b_w = bytes_per_value(req.precision)
     b_kv = bytes_per_value(req.kv_precision, "kv_precision")
     cp = compute_precision_for(g, req.precision)
