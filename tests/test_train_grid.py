@@ -178,3 +178,11 @@ def test_a_small_sweep_without_numpy_loaded_is_one_plan_each():
             "print(type(r['vary']['rows']).__name__, 'numpy' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["list", "False"]
+
+
+def test_a_vary_of_models_needs_no_base_model():
+    """Review: `train --tokens 2T --vary model=a,b` said 'model is required'; the base plan takes the first."""
+    swept = napkin.train(tokens="2T", price="2.5/h", vary=["model=llama-3.1-8b,mistral-7b"])
+    given = napkin.train(tokens="2T", price="2.5/h", model="llama-3.1-8b", vary=["model=llama-3.1-8b,mistral-7b"])
+    assert swept["vary"] == given["vary"] and [r["model"] for r in swept["vary"]["rows"]] == ["llama-3.1-8b",
+                                                                                              "mistral-7b"]

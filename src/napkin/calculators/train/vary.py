@@ -94,11 +94,16 @@ def vary_value(name: str, text: str) -> Any:
 
 
 def base_request(req: Any) -> Any:
-    """With --goodput auto the base run needs the cluster size; a vary of gpus or deadline gives it.
+    """With --goodput auto the base run needs the cluster size; a vary of gpus or deadline gives it. With no
+    --model (nor --params) a vary of models gives the base run its first.
 
     The base run (title, warnings, assumptions) then takes the varied value most likely to be
     feasible: the fewest GPUs, or the longest deadline. Other requests are returned unchanged.
     """
+    if req.vary and req.model is None and req.params is None:  # --vary model=a,b with no --model: the first
+        axes = dict(parse_vary(specs_of(req.vary)))
+        if "model" in axes:
+            req = msgspec.structs.replace(req, model=vary_value("model", axes["model"][0]))
     if not req.vary or str(req.goodput or "").strip().lower() != "auto":
         return req
     if req.gpus is not None or req.deadline is not None:
