@@ -160,6 +160,8 @@ def test_cli_command_spells_units_flags_pairs_and_positionals():
     assert command.cli_command("allreduce", {"size": "141GB", "ranks": 8, "link_bandwidth": "900GB/s",
                                          "bidirectional": "true"}) == (
         "napkin allreduce --size 141GB --ranks 8 --link-bandwidth 900GB/s --bidirectional")
+    assert command.cli_command("train", {"params": "7B", "tokens": "2T", "vary": ["mfu=0.3,0.4", "gpus=8,16"]}) == (
+        "napkin train --params 7B --tokens 2T --vary mfu=0.3,0.4 --vary gpus=8,16")  # review: the sweep was dropped
     assert calculation.command_words("plan-serve") == ["napkin", "plan", "serve"]
     assert calculation.command_words("ledger") == ["napkin", "ledger", "report"]
 

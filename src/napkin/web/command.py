@@ -23,6 +23,10 @@ def cli_command(name: str, raw: dict[str, Any]) -> str:
     args: list[str] = []
     opts: list[str] = []
     for info in infos.values():
+        if info.name == "vary" and given.get("vary"):  # hidden from the form, a repeated --vary on the command line
+            items = given["vary"] if isinstance(given["vary"], list) else [given["vary"]]
+            opts += [w for item in items if str(item).strip() for w in ("--vary", str(item).strip())]
+            continue
         if info.name not in given or info.meta.get("hidden"):
             continue
         val = given[info.name]
