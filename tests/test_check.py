@@ -347,3 +347,18 @@ def test_unknown_gpu():
 def test_lowest_documented_prices_are_at_or_below_the_list_price():
     for key, (listed, low, _) in own_price_readings().items():
         assert 0 < low <= listed, key
+
+
+def test_claimed_gpu_hours_on_no_named_part_are_read_on_the_fastest():
+    """Review: 200k GPU-hours for 70B on 2T tokens was 'inconsistent' (MFU 118%) on the assumed H100, yet needs 52%
+    on a B200: with no --gpu an hours claim is read on the catalog's highest dense peak, named, as a cost claim is
+    read at the cheapest FLOP (the reading most generous to the claim)."""
+    from napkin.calculators.check.readings import catalog_readings
+
+    fastest = max(catalog_readings("bf16"), key=lambda x: x.peak)
+    r = calculate("check", params="70B", tokens="2T", claimed_gpu_hours="200k")
+    assert r["gpu"] == fastest.key
+    assert r["implied_mfu"] == pytest.approx(6 * 70e9 * 2e12 / (200_000 * 3600 * fastest.peak))
+    assert r["verdict"] == "consistent"
+    named = calculate("check", params="70B", tokens="2T", claimed_gpu_hours="200k", gpu="h100")
+    assert named["verdict"] == "inconsistent" and named["gpu"] == "h100-sxm"

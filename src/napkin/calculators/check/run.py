@@ -116,7 +116,16 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
                  checks: list[tuple[str, str]], listed: list[str]) -> None:
     """6·N·D on the chosen part at the MFU, goodput and price, and each claim held against it."""
     g = catalog.gpu(req.gpu or catalog.default_value("default_gpu"))
-    if req.gpu is None:
+    fastest = None
+    if req.gpu is None and req.claimed_gpu_hours is not None and req.claimed_usd is None and span_hours is None:
+        from .readings import catalog_readings  # hours on an unnamed part: read them on the fastest, as generous
+
+        fastest = max(catalog_readings(req.precision), key=lambda x: x.peak, default=None)
+    if fastest is not None:
+        g = catalog.gpu(fastest.key)
+        r.assume("gpu", g.key, f"no --gpu: the catalog's highest dense {req.precision} peak, the reading most generous "
+                 "to claimed GPU-hours (give --gpu for the part the run used)")
+    elif req.gpu is None:
         assume_default(r, "gpu", "default_gpu")
     r.set("gpu", g.key)
     _precision(r, req, g)
