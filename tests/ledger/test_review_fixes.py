@@ -204,3 +204,19 @@ def test_megatron_without_batch_size_or_consumed_samples_names_the_field(tmp_pat
                             "batch × the sequence length)")
     r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 64, "tokens_per_step": "2Mi"})
     assert r["advanced_tokens"] == 400 * 2 * 1024 ** 2
+
+
+def test_start_and_end_on_a_csv_without_a_clock_say_where_they_apply(tmp_path):
+    """Review: --start/--end on a CSV with no t_wall got the plain 'map a column' fix, as if they were not given."""
+    from napkin import calculate
+    from napkin.errors import InputError
+
+    path = tmp_path / "steps.csv"
+    path.write_text("step,gpus_allocated,tokens\n" + "".join(f"{s},8,4096\n" for s in range(1, 50)))
+    with pytest.raises(InputError) as e:
+        calculate("ledger", logs=[str(path)], price="2.5/h", start="2024-05-01T00:00:00Z", end="2024-05-02T00:00:00Z")
+    assert e.value.fix == ("--start/--end spread the steps over the run only in the formats that log no clock "
+                           "(--format lightning or hf); map a column of seconds or ISO timestamps with --map NAME=t_wall")
+    done = calculate("ledger", logs=[str(path)], price="2.5/h", format="lightning", start="2024-05-01T00:00:00Z",
+                     end="2024-05-02T00:00:00Z")
+    assert done["wall_s"] == pytest.approx(86400.0)  # the fix it names reads the log

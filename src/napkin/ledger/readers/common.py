@@ -136,8 +136,11 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
     missing = [f for f in FIELDS if f not in cols]
     if missing and pieces.first:
         shown = ", ".join(c for c in (out.columns or df.columns) if c not in ("line", "_malformed")) or "none"
-        raise InputError(missing[0], out.path, f"is missing from the {out.format} log (columns: {quote(shown)})",
-                         FIX[missing[0]])
+        fix = FIX[missing[0]]
+        if missing[0] == "t_wall" and (opts.start is not None or opts.end is not None):  # said, not ignored
+            fix = ("--start/--end spread the steps over the run only in the formats that log no clock (--format "
+                   "lightning or hf); " + fix)
+        raise InputError(missing[0], out.path, f"is missing from the {out.format} log (columns: {quote(shown)})", fix)
     if missing:
         df = df.with_columns([pl.lit(None, dtype=pl.Float64).alias(f) for f in missing])
     casts = [pl.col(f).cast(pl.Float64, strict=False) for f in ("step", "gpus_allocated", "tokens")
