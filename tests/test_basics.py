@@ -271,3 +271,11 @@ def test_journey_counts_the_mla_cache_once_per_gpu():
     free, seq = r["free_bytes"], r["kv_bytes_per_sequence"]
     assert r["max_sequences_in_memory"] == math.floor(free / (seq * 8))
     assert r["kv_capacity_tokens"] == pytest.approx(free / (r["kv_bytes_per_token"] * 8), rel=1e-12)
+
+
+def test_memory_says_why_no_group_holds_a_gqa_cache():
+    """Review: gpus_needed read none with no word for a GQA model: its cache splits over 8 KV heads at most."""
+    r = napkin.memory(model="llama-3.1-8b", gpu="h100", context="128Ki", sequences=64)
+    assert r["gpus_needed"] is None
+    assert any(n.startswith("no tensor-parallel group holds it: the cache splits over the 8 KV heads at most, so "
+                            "every GPU keeps at least 1/8 of it (137.4 GB)") for n in r.notes)

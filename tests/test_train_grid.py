@@ -186,3 +186,5 @@ def test_a_vary_of_models_needs_no_base_model():
     given = napkin.train(tokens="2T", price="2.5/h", model="llama-3.1-8b", vary=["model=llama-3.1-8b,mistral-7b"])
     assert swept["vary"] == given["vary"] and [r["model"] for r in swept["vary"]["rows"]] == ["llama-3.1-8b",
                                                                                               "mistral-7b"]
+    sizes = napkin.train(tokens="2T", price="2.5/h", vary=["params=7B,70B"])  # and a vary of sizes
+    assert [r["params"] for r in sizes["vary"]["rows"]] == [7e9, 70e9]

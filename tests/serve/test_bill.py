@@ -306,3 +306,9 @@ SELF_HOSTED = (
 
 def test_self_hosted_exact_output(run_cli):
     assert run_cli(*SELF_HOSTED_ARGS).stdout == SELF_HOSTED
+
+
+def test_self_hosted_says_how_the_gpus_are_split():
+    r = bill(model="gpt-4o", self_hosted=True, serve_model="llama-3.1-405b", gpu="h100", gpus=16, price="2.5/h")
+    assert r["self_hosted_replica"] == "16 x H100 SXM (TP 8 x 2 stages)"
+    assert any(n.startswith("self-hosted: --gpus 16 spans more than one scale-up domain of 8") for n in r.notes)

@@ -294,3 +294,13 @@ def test_gpus_beyond_the_scale_up_domain_default_to_pipeline_stages():
     asked = napkin.serve(model="llama-3.1-70b", gpu="h100", gpus=16, tp=16, batch=16)  # asked for: kept, warned
     assert asked["tp"] == 16 and "beyond-scale-up-domain" in [w.code for w in asked.warnings]
     assert napkin.serve(model="llama-3.1-70b", gpu="h100", gpus=8, batch=16)["tp"] == 8  # within a board: one group
+
+
+def test_the_default_split_keeps_stages_within_the_layers():
+    """Review: --gpus 32 on a 16-layer model split into TP 1 x 32 stages and refused; it takes the split whose
+    stages fit, or one TP group as before."""
+    import napkin
+    from napkin import catalog
+
+    r = napkin.serve(model="llama-3.2-1b", gpu="h100", gpus=32)
+    assert r["gpus"] == 32 and 32 // r["tp"] <= catalog.model("llama-3.2-1b").n_layers

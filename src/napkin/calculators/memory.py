@@ -111,10 +111,14 @@ def run_memory(req: MemoryRequest) -> Report:
             need = (_gpus_needed(m, w, one_copy, cap) if m is not None and req.context is not None
                     else _gpu_count(total / cap, cap))
             r.set("gpus_needed", need)
-            if need is None and m is not None and m.attention == "mla":
-                r.note(f"no tensor-parallel group holds it: MLA keeps the whole cache ({fmt(one_copy, 'bytes')}) on every "
-                       f"GPU, more than one {fmt(cap, 'bytes')} GPU holds; give fewer sequences or a shorter context "
-                       "(more replicas, each with its own sequences, serve the rest)")
+            if need is None and m is not None:
+                least = one_copy if m.attention == "mla" else one_copy / m.n_kv_heads
+                how = (f"MLA keeps the whole cache ({fmt(least, 'bytes')}) on every GPU" if m.attention == "mla" else
+                       f"the cache splits over the {m.n_kv_heads:g} KV heads at most, so every GPU keeps at least "
+                       f"1/{m.n_kv_heads:g} of it ({fmt(least, 'bytes')})")
+                r.note(f"no tensor-parallel group holds it: {how}, more than one {fmt(cap, 'bytes')} GPU holds; give "
+                       "fewer sequences or a shorter context (more replicas, each with its own sequences, serve the "
+                       "rest)")
         r.note("weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU")
     return r
 

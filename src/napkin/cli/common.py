@@ -80,7 +80,9 @@ def options_for(request_cls: type, *, skip: tuple[str, ...] = ()) -> list[click.
         if info.name in skip or info.meta.get("hidden"):
             continue
         unit_hint = ""
-        if info.kind in units.EXPECTED:
+        if info.kind == "number" and info.meta.get("unit") == "d":  # a days field takes a duration too
+            unit_hint = " [days such as 54, or a duration such as 54d or 3w]"
+        elif info.kind in units.EXPECTED:
             unit_hint = f" [{units.EXPECTED[info.kind]}]"
         elif info.kind == "choice":
             unit_hint = f" [{' | '.join(info.meta.get('choices', []))}]"

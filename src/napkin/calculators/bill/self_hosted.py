@@ -36,7 +36,9 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     if req.serve_model and p.open_weights_model is None:
         what = "the priced API model" if p.key == "custom" else p.name
         r.note(f"{probe['model']} is not {what}: the comparison is of cost, not of answer quality")
-    replica = f"{probe['gpus']} x {probe['gpu']}"
+    tp = int(probe["tp"])
+    replica = f"{probe['gpus']} x {probe['gpu']}" + (f" (TP {tp} x {int(probe['gpus']) // tp} stages)"
+                                                     if tp < int(probe["gpus"]) else "")
     r.set("self_hosted_replica", replica)
     if mb < 1:
         r.set("self_hosted_fits", False)
@@ -47,6 +49,9 @@ def self_hosted(r: Report, req: BillRequest, p: ApiPrice) -> None:
     sub = serve.run(serve.request(**base, batch=conc))
     for w in sub.warnings:  # what the serving calculator says of this replica (context, TP span, fit, ...)
         r.warn(w.code, "self-hosted: " + w.message)
+    for n in sub.notes:  # how serve split the GPUs when --tp was not given
+        if n.startswith("--gpus ") and "scale-up domain" in n:
+            r.note("self-hosted: " + n)
     r.set("self_hosted_fits", bool(sub["fits"]))
     r.set("self_hosted_concurrency", conc, "count")
     if req.concurrency is None:

@@ -8,7 +8,7 @@ from napkin.calculators.check.request import AGREE_WITHIN, OMITTED, CheckRequest
 from napkin.calculators.check.verdicts import mfu_verdict, usd_alone, usd_for_hours, worst
 from napkin.calculators.resolve import assume_default, given_or_default, warn_if_stale_price
 from napkin.derivation import Report
-from napkin.errors import InputError
+from napkin.errors import InputError, NapkinError
 from napkin.formulas import economics as econ
 from napkin.formulas import flops as fl
 from napkin.formulas import training as T
@@ -118,11 +118,9 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
     g = catalog.gpu(req.gpu or catalog.default_value("default_gpu"))
     fastest = None
     if req.gpu is None and req.claimed_gpu_hours is not None and req.claimed_usd is None and span_hours is None:
-        from .readings import catalog_readings  # hours on an unnamed part: read them on the fastest, as generous
-
-        fastest = max(catalog_readings(req.precision), key=lambda x: x.peak, default=None)
+        fastest = _fastest(req.precision)  # hours on an unnamed part: read them on the fastest, as generous
     if fastest is not None:
-        g = catalog.gpu(fastest.key)
+        g = fastest
         r.assume("gpu", g.key, f"no --gpu: the catalog's highest dense {req.precision} peak, the reading most generous "
                  "to claimed GPU-hours (give --gpu for the part the run used)")
     elif req.gpu is None:
@@ -169,6 +167,19 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
                value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=gh), unit="usd_per_hour",
                claimed_usd=(req.claimed_usd, "usd"), MFU=mfu, cites=econ.implied_usd_per_gpu_hour)
         checks.append(usd_alone(r, req, g, c=c, peak=peak, price=price, mfu=mfu, goodput=goodput, listed=listed))
+
+
+def _fastest(precision: str) -> Accelerator | None:
+    """The catalog part with the highest dense peak at ``precision`` (None if none has one)."""
+    best: tuple[float, str] | None = None
+    for key, g in catalog.gpus().items():
+        try:
+            peak = g.peak(precision)
+        except NapkinError:
+            continue
+        if peak and (best is None or peak > best[0]):
+            best = (peak, key)
+    return catalog.gpu(best[1]) if best else None
 
 
 def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak: float, goodput: float,

@@ -82,7 +82,8 @@ def resolve_tokens(r: Report, req: Any, m: ModelSpec | None, fpt: float = 0.0) -
     budget = getattr(req, "flops", None)
     if budget is not None:
         if d is not None or u is not None:
-            raise InputError("flops", fmt(budget, "flops"), "cannot be given with --tokens: both fix the run's size",
+            raise InputError("flops", fmt(budget, "flops"), "cannot be given with --tokens"
+                             + (" or --unique-tokens" if u is not None else "") + ": both fix the run's size",
                              "give two of --flops, --params and --tokens")
         d = r.step("advanced_tokens", "C / flops_per_token  (the budget read as tokens)", value=budget / fpt,
                    unit="count", C=(budget, "flops"), flops_per_token=(fpt, "flops"))

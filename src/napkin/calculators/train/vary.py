@@ -100,10 +100,12 @@ def base_request(req: Any) -> Any:
     The base run (title, warnings, assumptions) then takes the varied value most likely to be
     feasible: the fewest GPUs, or the longest deadline. Other requests are returned unchanged.
     """
-    if req.vary and req.model is None and req.params is None:  # --vary model=a,b with no --model: the first
+    if req.vary and req.model is None and req.params is None:  # --vary model=a,b (or params=) alone: the first
         axes = dict(parse_vary(specs_of(req.vary)))
-        if "model" in axes:
-            req = msgspec.structs.replace(req, model=vary_value("model", axes["model"][0]))
+        for name in ("model", "params"):
+            if name in axes:
+                req = msgspec.structs.replace(req, **{name: vary_value(name, axes[name][0])})
+                break
     if not req.vary or str(req.goodput or "").strip().lower() != "auto":
         return req
     if req.gpus is not None or req.deadline is not None:
