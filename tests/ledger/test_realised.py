@@ -219,7 +219,8 @@ def test_errors_name_what_is_missing(tmp_path):
     with pytest.raises(InputError, match=r"^map does not name a column of the log; got iter=step \(columns are: step, t_wall, tokens\)"):
         calculate("ledger", {"logs": [nogpu], "gpus": 8, "price": "1/h", "map": {"iter": "step"}})
     stuck = write_csv(tmp_path / "stuck.csv", [(3, T0, 1, 1), (3, T0 + 5, 1, 1)])
-    with pytest.raises(InputError, match="does not advance"):
+    with pytest.raises(InputError, match=r"has one step record \(step 3 at line 2; 1 more line logs the same step again, "
+                                         r"which does not advance\)"):
         calculate("ledger", {"logs": [stuck], "price": "1/h"})
 
 

@@ -220,3 +220,30 @@ def test_start_and_end_on_a_csv_without_a_clock_say_where_they_apply(tmp_path):
     done = calculate("ledger", logs=[str(path)], price="2.5/h", format="lightning", start="2024-05-01T00:00:00Z",
                      end="2024-05-02T00:00:00Z")
     assert done["wall_s"] == pytest.approx(86400.0)  # the fix it names reads the log
+
+
+def test_an_empty_tokens_seen_cell_is_no_step_and_the_next_count_covers_it(tmp_path):
+    """Review (a W&B export by hand): two eval rows with no train/num_tokens took the rate of the interval before
+    them: 110M advanced tokens came out where the counter rose by 100M ($0.0404/M for $0.04444/M at $2/h)."""
+    rows = ["_step,_timestamp,train/num_tokens,eval/loss"]
+    t = 1714521600.25
+    for s in range(13):
+        rows.append(f"{s},{t + 100 * s},{10_000_000 * (s + 1)},")
+        if s in (4, 8):  # an eval row: the same step a little later, no tokens count
+            rows.append(f"{s},{t + 100 * s + 20.25},,2.5")
+    path = tmp_path / "wandb.csv"
+    path.write_text("\n".join(rows) + "\n")
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "gpus": 8})
+    assert r["advanced_tokens"] == 120e6 and r["restarts"]["count"] == 0  # 10M -> 130M over steps 0..12
+    assert r["usd_per_million_advanced_tokens"] == pytest.approx(8 * 1200 / 3600 * 2 / 120, rel=1e-12)
+    assert r["skipped_lines"]["count"] == 2
+    assert {x["reason"] for x in r["skipped_lines"]["first"]} == {"has no tokens-seen count (a row of other metrics)"}
+
+
+def test_a_step_logged_again_a_moment_later_is_a_duplicate_not_a_rollback(tmp_path):
+    """Review: another rank's line for step 30, half a second later, counted as a rollback with 10 steps lost."""
+    rows = [(s, T0 + 10.0 * s, 8, 1_000_000) for s in range(0, 101, 10)]
+    rows[4:4] = [(30, T0 + 300.5, 8, 1_000_000)]
+    path = write_csv(tmp_path / "ranks.csv", rows)
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h"})
+    assert r["duplicates"] == 1 and r["restarts"]["count"] == 0 and r["goodput"]["tokens"] == 1.0

@@ -3,8 +3,8 @@
 Several logs of one run (a restart that wrote a new file) are put in time order by their
 first record when their clocks are Unix time; logs timed from their own start are
 chained in the order given, end to start (the time between them is not in the logs, so
-it is not counted, and the report says so). An exact duplicate (the same step at the same
-time as the record before: a line written twice) is dropped and counted. Time must not go
+it is not counted, and the report says so). A duplicate (the same step as the record before: a line
+written twice, or by another rank a moment later) is dropped and counted. Time must not go
 backwards: a log out of order is an error that names the line, never a silent re-sort
 that would hide a restart, unless ``skip_bad_clock``: then a record earlier than the one
 before it is skipped and counted, or, when it is no earlier than the one before that, the
@@ -135,9 +135,9 @@ class Records:
                 before = prev if i == 0 else (s[i - 1], t[i - 1], c.source[i - 1], c.line[i - 1])
                 self._backwards(before, c, i)
             dup = np.zeros(len(c), dtype=bool)
-            dup[1:] = (dt == 0) & (np.diff(s) == 0)
+            dup[1:] = np.diff(s) == 0  # the step logged again (time is in order here): no step of its own
             if prev is not None:
-                dup[0] = t[0] == prev[1] and s[0] == prev[0]
+                dup[0] = s[0] == prev[0]
             if dup.any():
                 if counting:
                     self.duplicates += int(dup.sum())
@@ -182,14 +182,14 @@ class Records:
         dt = np.diff(t)
         keep = np.ones(len(c), dtype=bool)
         if np.all(dt >= 0):
-            keep[1:] = ~((dt == 0) & (np.diff(s) == 0))
+            keep[1:] = np.diff(s) != 0
             if self._counting:
                 self.duplicates += int((~keep).sum())
             return keep
         kept = [0]
         for i in range(1, len(c)):
             j = kept[-1]
-            if t[i] == t[j] and s[i] == s[j]:
+            if s[i] == s[j] and t[i] >= t[j]:
                 keep[i] = False
                 if self._counting:
                     self.duplicates += 1
@@ -260,9 +260,12 @@ class Records:
         first, last = self.first, self.last = tally.first, tally.last
         self.jump = tally.jump
         if n == 1:
+            k = self.duplicates
+            again = (f"; {k} more line{'s' * (k != 1)} log{'s' * (k == 1)} the same step again, which does not advance"
+                     if k else "")
             raise NotEnoughRecords("log", self.sources[first[3]], f"has one step record (step {int(first[0])} at "
-                                   f"{self.location} {first[2]}): a cost needs at least two, and the time between them",
-                                   "give a longer log")
+                                   f"{self.location} {first[2]}{again}): a cost needs at least two, and the time between "
+                                   "them", "give a longer log")
         if last[1] <= first[1]:
             whole = all(bool(np.all(c.t_wall == np.floor(c.t_wall))) for c in self.chunks())
             clock = clock or ("whole seconds: a 1-s resolution" if whole else "fractions of a second")

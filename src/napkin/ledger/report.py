@@ -288,7 +288,7 @@ def _skipped(r: LedgerReport, rec: Any, reads: list[Any]) -> None:
     duplicates = rec.duplicates + sum(x.duplicates for x in reads)
     r.set("duplicates", duplicates, "count")
     if rec.duplicates:
-        r.note(f"{rec.duplicates} duplicate record(s) (same step at the same time) dropped")
+        r.note(f"{rec.duplicates} duplicate record(s) (the step of the record before, logged again) dropped")
 
 
 def _notes(r: LedgerReport, rec: Any, reads: list[Any]) -> None:

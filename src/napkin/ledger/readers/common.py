@@ -292,7 +292,14 @@ def tokens_per_step_from_cumulative(df: Any, out: LogRead, pieces: Pieces | None
     filled = df["_per"].drop_nulls()
     if filled.len():
         pieces.cum_fill = float(filled[-1])
-    df = df.with_columns(pl.col("_per").alias("tokens")).drop("_per")
+    # a row with no count (an eval or other metrics row) is no step record: the next count's change covers its
+    # interval, so it gets no tokens of its own and is skipped by name, never filled from the interval before
+    empty = pl.col("step").is_not_null() & pl.col("tokens").is_null()
+    why = pl.when(empty).then(pl.lit("has no tokens-seen count (a row of other metrics)"))
+    if "_malformed" in df.columns:
+        why = pl.when(pl.col("_malformed").is_not_null()).then(pl.col("_malformed")).otherwise(why)
+    df = df.with_columns(pl.when(empty).then(None).otherwise(pl.col("_per")).alias("tokens"),
+                         why.alias("_malformed")).drop("_per")
     out.note("tokens per step = the change in the cumulative tokens column over the change in step "
              "(--tokens-cumulative)" if not pieces.names.cumulative else
              "tokens per step = the change in the tokens-seen column over the change in step")
