@@ -116,7 +116,7 @@ def test_watch_once(tmp_path, run_cli):
                   "--refreshes", "1", "--interval", "0.01s")
     lines = out.stdout.splitlines()
     assert len(lines) == 2
-    assert lines[0].endswith("step 10  $80/M adv (plan $0.50/M, +15900.0%)  goodput 100%  $0.80 so far")
+    assert lines[0].endswith("step 10  $80/M adv (plan $0.50/M, +15900.0%)  time goodput 100%  $0.80 so far")
     assert lines[1] == "ALERT 2024-05-01: realised $80/M is 15900.0% above plan ($0.50/M)"
 
 

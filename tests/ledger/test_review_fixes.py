@@ -247,3 +247,10 @@ def test_a_step_logged_again_a_moment_later_is_a_duplicate_not_a_rollback(tmp_pa
     path = write_csv(tmp_path / "ranks.csv", rows)
     r = calculate("ledger", {"logs": [str(path)], "price": "2/h"})
     assert r["duplicates"] == 1 and r["restarts"]["count"] == 0 and r["goodput"]["tokens"] == 1.0
+
+
+def test_a_change_that_rounds_to_zero_reads_plus_zero():
+    """Review: two days at the same $/M read 'vs prior -0.0%' (a ratio of 0.9999999)."""
+    from napkin.ledger.report import _signed
+
+    assert (_signed(0.9999999 - 1), _signed(0.25), _signed(-0.05)) == ("+0.0%", "+25.0%", "-5.0%")

@@ -75,7 +75,7 @@ def realised_mfu(advanced_tokens: float, *, flops_per_token: float, gpu_seconds:
     """mfu_realised = flops_per_token · advanced_tokens / (allocated GPU-seconds · dense peak)
 
     Trap: the trainer's own MFU is over busy step time; this one is over paid time, so
-    restarts, gaps and stragglers pull it down (it is MFU × goodput).
+    restarts, gaps and stragglers pull it down (it is MFU × goodput while the GPU count holds).
     Source: Chowdhery et al. 2022, appendix B (MFU: 6N model FLOPs over the dense peak); cost per
     token ∝ 1 / (MFU · goodput) follows.
     """

@@ -62,12 +62,12 @@ class LedgerReport(Report):
                    "-" if d["goodput_time"] is None else units.fmt_auto(d["goodput_time"], "fraction")]
             if plan:
                 r = d.get("drift_ratio")
-                row.append(("no progress" if r is None else f"{r - 1:+.1%}") + ("  ALERT" if d.get("alert") else ""))
+                row.append(("no progress" if r is None else _signed(r - 1)) + ("  ALERT" if d.get("alert") else ""))
             elif own:
                 progress = d["usd_per_million_advanced_tokens"] is not None
                 for key in ("baseline_ratio", "day_over_day_ratio"):
                     r = d.get(key)
-                    row.append("-" if r is None else f"{r - 1:+.1%}")
+                    row.append("-" if r is None else _signed(r - 1))
                 if not progress and d["usd"] > 0:
                     row[-1] = "no progress"
                 row[-1] += "  ALERT" if d.get("alert") else ""
@@ -207,14 +207,14 @@ def _mfu(r: LedgerReport, req: Any, led: Any) -> None:
                        unit="fraction", N=(n, "count"), busy_gpu_seconds=(led.busy_gpu_seconds, "number"),
                        peak=(peak, "flops_per_s"))
             mfu = r.step("mfu_realised", "6 · N · advanced_tokens / (allocated GPU-seconds · dense peak)  "
-                         "(6N model FLOPs, no attention term; mfu_busy × goodput over paid time)",
+                         "(6N model FLOPs, no attention term; over paid GPU-time)",
                          value=realised.realised_mfu(led.advanced_tokens, flops_per_token=fpt,
                                                      gpu_seconds=led.gpu_seconds, dense_flops_per_s=peak),
                          unit="fraction", N=(n, "count"), gpu_seconds=(led.gpu_seconds, "number"),
                          peak=(peak, "flops_per_s"))
             r.note("mfu_busy is MFU over busy time (the steps that advanced, at their own pace: what a trainer "
-                   "reports); mfu_realised is MFU × goodput over paid (allocated) time: restarts, gaps and idle "
-                   "GPUs pull it down")
+                   "reports); mfu_realised is MFU over paid (allocated) GPU-time, mfu_busy × goodput while the GPU "
+                   "count holds: restarts, gaps and idle GPUs pull it down")
             for day in led.days:
                 day["mfu_busy"] = (realised.realised_mfu(day["advanced_tokens"], flops_per_token=fpt,
                                                          gpu_seconds=day["busy_gpu_seconds"], dense_flops_per_s=peak)
@@ -310,3 +310,9 @@ def _notes(r: LedgerReport, rec: Any, reads: list[Any]) -> None:
     elif len(rec.sources) > 1:
         r.note("logs joined in time order; the time between one log's end and the next one's start is paid "
                "(allocated GPUs waiting on a restart)")
+
+
+def _signed(change: float) -> str:
+    """A change as a signed percentage, one decimal; a change that rounds to zero reads +0.0%, never -0.0%."""
+    text = f"{change:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text

@@ -169,7 +169,7 @@ class Watcher:
         plan = r.get("planned_usd_per_million_tokens")
         if plan is not None:
             parts[-1] += f" (plan {units.fmt_auto(plan, 'usd_per_million')}, {r['drift_ratio'] - 1:+.1%})"
-        parts.append(f"goodput {units.fmt_auto(r['goodput']['time'], 'fraction')}")
+        parts.append(f"time goodput {units.fmt_auto(r['goodput']['time'], 'fraction')}")
         if r.get("mfu_realised") is not None:
             parts.append(f"mfu {units.fmt_auto(r['mfu_realised'], 'fraction')}")
         parts.append(f"{units.fmt_auto(r['realised_usd'], 'usd')} so far")
