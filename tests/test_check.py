@@ -366,3 +366,13 @@ def test_claimed_gpu_hours_on_no_named_part_are_read_on_the_fastest():
     assert r["verdict"] == "consistent"
     named = calculate("check", params="70B", tokens="2T", claimed_gpu_hours="200k", gpu="h100")
     assert named["verdict"] == "inconsistent" and named["gpu"] == "h100-sxm"
+
+
+def test_a_low_mfu_read_on_the_fastest_part_blames_the_part_not_the_claim():
+    """Review: Llama 3 405B's 30.84M H100 hours read on a GB200 (no --gpu) needed 13.7% MFU, and the note called
+    the run inefficient; on the H100s Meta used it needs 34.5%."""
+    r = calculate("check", params="405B", tokens="15.6T", claimed_gpu_hours="30.84M")
+    assert any(n.startswith("implied MFU") and "the fastest part napkin knows" in n for n in r.notes)
+    assert not any("the run was inefficient" in n for n in r.notes)
+    h100 = calculate("check", params="405B", tokens="15.6T", claimed_gpu_hours="30.84M", gpu="h100")
+    assert h100["implied_mfu"] == pytest.approx(6 * 405e9 * 15.6e12 / (30.84e6 * 3600 * 989.5e12), rel=1e-3)

@@ -94,3 +94,12 @@ def test_bad_input_names_the_field(raw, field, words):
         calculate("optimal", raw)
     assert e.value.field == field
     assert words in str(e.value)
+
+
+def test_chinchilla_itself_is_at_the_ratio_not_under_trained():
+    """Review: Chinchilla 70B on 1.4T tokens (19.98 tokens a parameter) was called under-trained against 20."""
+    from napkin import calculate
+
+    r = calculate("optimal", model="chinchilla-70b", tokens="1.4T")
+    assert any(n.startswith("at the compute-optimal ratio") for n in r.notes)
+    assert not any(n.startswith(("under-trained", "over-trained")) for n in r.notes)

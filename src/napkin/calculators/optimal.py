@@ -136,7 +136,9 @@ def run_optimal(req: OptimalRequest) -> Report:
     r.step("tokens_at_ratio", "r · N  (what the ratio asks for this N)", value=ratio * n, unit="count")
     over = r.step("overtraining_factor", "(D / N) / r", value=sc.overtraining_factor(d, n_params=n,
                   target_tokens_per_param=ratio), unit="number", r=ratio, cites=sc.overtraining_factor)
-    if over > 1:
+    if abs(over - 1) <= 0.01:  # within 1% of the ratio: Chinchilla's own 70B on 1.4T is 19.98 tokens a parameter
+        r.note(f"at the compute-optimal ratio: {tpp:.3g} tokens per parameter against {ratio:g}")
+    elif over > 1:
         r.note(f"over-trained {over:.3g}× past {ratio:g}:1: a smaller model, trained longer, that needs "
                f"{n_opt / n:.3g}× less compute per served token than the budget's optimum")
     elif over < 1:

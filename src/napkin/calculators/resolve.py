@@ -186,11 +186,18 @@ def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention
                              "give --seq-len 8192")
         factor = 6 if convention == "causal" else 12
         d_attn = m.n_heads * m.head_dim
-        attn = r.step("attention_flops_per_token", f"{factor} · L · d_attn · T  ({convention})",
-                      value=flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len,
-                                                            convention=convention),
-                      unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"),
-                      cites=flops.attention_flops_per_token)
+        value = flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len, convention=convention,
+                                                **m.window())
+        if m.window_caps(seq_len):  # sliding-window layers attend over their window, not the whole sequence
+            t_w = "2W − W²/T" if convention == "causal" else "W"
+            attn = r.step("attention_flops_per_token", f"{factor} · d_attn · ((L − L_w) · T + L_w · ({t_w}))  "
+                          f"({convention}; L_w layers see a window of W)", value=value, unit="flops", L=m.n_layers,
+                          L_w=m.n_sliding_layers, W=(m.sliding_window, "count"), d_attn=d_attn, T=(seq_len, "count"),
+                          cites=flops.attention_flops_per_token)
+        else:
+            attn = r.step("attention_flops_per_token", f"{factor} · L · d_attn · T  ({convention})", value=value,
+                          unit="flops", L=m.n_layers, d_attn=d_attn, T=(seq_len, "count"),
+                          cites=flops.attention_flops_per_token)
         fpt = r.step("flops_per_token", "6 · N + attention",
                      value=flops.train_flops_per_token(n, attention_flops=attn), unit="flops", N=(n, "count"),
                      attention=(attn, "flops"), cites=flops.train_flops_per_token)
@@ -202,7 +209,7 @@ def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention
             r.note("seq_len is unused under the 6N convention without --model")
         else:
             extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
-                                                    convention="causal")
+                                                    convention="causal", **m.window())
             if extra / fpt >= ATTENTION_WARN:
                 r.warn("attention-ignored",
                        f"6N leaves out attention: at seq_len {fmt(seq_len, 'count')} the causal term adds "
@@ -223,7 +230,7 @@ def flops_per_token_under(m: ModelSpec | None, n: float, convention: str, seq_le
         raise InputError(field_name, convention, "needs the model's layers and attention width and the sequence "
                          "length to convert an MFU", "give --model NAME and --seq-len 8192")
     attn = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
-                                           convention=convention)
+                                           convention=convention, **m.window())
     return flops.train_flops_per_token(n, attention_flops=attn)
 
 

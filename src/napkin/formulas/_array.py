@@ -18,6 +18,14 @@ def maximum(a: Any, b: Any) -> Any:
     return np.maximum(a, b)
 
 
+def minimum(a: Any, b: Any) -> Any:
+    if is_scalar(a, b):
+        return min(a, b)
+    import numpy as np
+
+    return np.minimum(a, b)
+
+
 def where(cond: Any, a: Any, b: Any) -> Any:
     if is_scalar(cond, a, b):
         return a if cond else b

@@ -161,7 +161,7 @@ def _against_6nd(r: Report, req: CheckRequest, n: float, d: float, span_hours: f
     hours = req.claimed_gpu_hours if req.claimed_gpu_hours is not None else span_hours
     if hours is not None:
         _hours_claim(r, req, g, c=c, peak=peak, goodput=goodput, price=price, hours=hours, checks=checks,
-                     listed=listed)
+                     listed=listed, on_fastest=fastest is not None)
     elif req.claimed_usd is not None:
         r.step("implied_usd_per_gpu_hour", "claimed_usd / gpu_hours_at_mfu",
                value=econ.implied_usd_per_gpu_hour(req.claimed_usd, gpu_hours=gh), unit="usd_per_hour",
@@ -183,7 +183,8 @@ def _fastest(precision: str) -> Accelerator | None:
 
 
 def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak: float, goodput: float,
-                 price: float | None, hours: float, checks: list[tuple[str, str]], listed: list[str]) -> None:
+                 price: float | None, hours: float, checks: list[tuple[str, str]], listed: list[str],
+                 on_fastest: bool = False) -> None:
     """Claimed GPU-hours (or GPUs × days): the MFU they imply, and a claimed cost beside what they cost."""
     listed.insert(0, f"{g.name} dense {req.precision} peak {fmt(peak, 'flops_per_s')}")
     source = "claimed_gpu_hours" if req.claimed_gpu_hours is not None else "gpu_hours_from_span"
@@ -193,7 +194,10 @@ def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak
                   unit="fraction", C=(c, "flops"), gpu_hours=(hours, "count"), peak=(peak, "flops_per_s"),
                   goodput=goodput, cites=econ.implied_mfu)
     checks.append(mfu_verdict(imfu, what=what, basis=f"on {g.name} at {req.precision}"))
-    if imfu < 0.2:
+    if imfu < 0.2 and on_fastest:  # low because napkin chose the fastest part, not because of the claim
+        r.note(f"implied MFU {fmt(imfu, 'fraction')} is on the {g.name}, the fastest part napkin knows: on the "
+               "part the run used it is higher; give --gpu to read the claim there")
+    elif imfu < 0.2:
         r.note(f"implied MFU {fmt(imfu, 'fraction')} is low: the hours cover more than this run's 6·N·D "
                "(other runs, idle capacity, long restarts) or the run was inefficient")
     implied_usd = None

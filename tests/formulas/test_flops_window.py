@@ -1,0 +1,39 @@
+"""Training attention FLOPs under a sliding window: a windowed layer's query sees at most W keys."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from napkin import calculate, catalog
+from napkin.formulas import flops
+
+
+def test_mistral_7b_at_32k_attends_over_its_4k_window():
+    """Review by hand: all 32 layers of Mistral 7B see a 4,096-token window; causal at T = 32Ki a query sees
+    W − W²/(2T) = 3,840 keys on average, so the term is 12 · 4096 · 32 · 3840 = 6.04 GFLOP (not 25.77)."""
+    m = catalog.model("mistral-7b")
+    got = flops.attention_flops_per_token(32, d_attn=4096, seq_len=32768, convention="causal", **m.window())
+    assert got == pytest.approx(12 * 4096 * 32 * 3840, rel=1e-12)
+    r = calculate("mfu", model="mistral-7b", tokens_per_step="4Mi", step_time="12s", gpus=64, gpu="h100",
+                  flops_convention="causal", seq_len="32Ki")
+    assert r["attention_flops_per_token"] == pytest.approx(got, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(L=st.integers(1, 128), lw=st.integers(0, 128), d=st.integers(64, 16384), t=st.integers(1, 1 << 20),
+       w=st.integers(1, 1 << 20), conv=st.sampled_from(["causal", "full"]))
+def test_a_window_never_adds_work_and_a_wide_one_changes_nothing(L, lw, d, t, w, conv):
+    lw = min(lw, L)
+    plain = flops.attention_flops_per_token(L, d_attn=d, seq_len=t, convention=conv)
+    windowed = flops.attention_flops_per_token(L, d_attn=d, seq_len=t, convention=conv, window_tokens=w,
+                                               window_layers=lw)
+    assert windowed <= plain * (1 + 1e-12)
+    wide = flops.attention_flops_per_token(L, d_attn=d, seq_len=t, convention=conv, window_tokens=t,
+                                           window_layers=lw)
+    assert wide == pytest.approx(plain, rel=1e-12)
+    assert flops.attention_flops_per_token(L, d_attn=d, seq_len=t, convention=conv, window_tokens=math.inf,
+                                           window_layers=lw) == plain
