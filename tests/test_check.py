@@ -376,3 +376,11 @@ def test_a_low_mfu_read_on_the_fastest_part_blames_the_part_not_the_claim():
     assert not any("the run was inefficient" in n for n in r.notes)
     h100 = calculate("check", params="405B", tokens="15.6T", claimed_gpu_hours="30.84M", gpu="h100")
     assert h100["implied_mfu"] == pytest.approx(6 * 405e9 * 15.6e12 / (30.84e6 * 3600 * 989.5e12), rel=1e-3)
+
+
+def test_the_verdict_rests_on_a_figure_the_table_shows():
+    """Review: 'implausible' rested on 65.8% at the H100's lowest documented price, a figure in neither the table
+    nor --explain (the table showed 69.6% at the list price)."""
+    r = calculate("check", params="70B", tokens="2T", claimed_usd="1M", gpu="h100")
+    shown = f"{r['verdict_implied_mfu']:.1%}"
+    assert shown in r["verdict_reason"] and r["verdict_implied_mfu"] != pytest.approx(r["implied_mfu"])

@@ -28,6 +28,7 @@ CHECK_2M = (
     '  most_favourable_gpu               mi300x\n'
     '  most_favourable_usd_per_gpu_hour  $1.50/h\n'
     '  most_favourable_implied_mfu       100.4%\n'
+    '  verdict_implied_mfu               100.4%\n'
     '  verdict                           inconsistent\n'
     "  verdict_reason                    the claimed cost needs MFU 100.4% on Instinct MI300X (the most favourable part in the catalog) at $1.50/h (the lowest price its catalog source documents): more than the GPUs' dense peak, so 6·N·D cannot fit in it; on H100 SXM at its own $2.95/h it would need MFU 261%\n"
     '  verdict_assumptions               [Instinct MI300X dense bf16 peak 1.307 PFLOP/s, every paid hour productive (goodput 1), price $1.50/h for Instinct MI300X, the lowest price its catalog source documents]\n'
@@ -54,6 +55,7 @@ CHECK_2M_FP8 = (
     '  most_favourable_gpu               mi300x\n'
     '  most_favourable_usd_per_gpu_hour  $1.50/h\n'
     '  most_favourable_implied_mfu       50.2%\n'
+    '  verdict_implied_mfu               50.2%\n'
     '  claimed_over_compute              0.7969\n'
     "  verdict                           plausible only as one final run's compute\n"
     "  verdict_reason                    the claimed cost needs MFU 50.2% on Instinct MI300X (the most favourable part in the catalog) at $1.50/h (the lowest price its catalog source documents), not above the ~60% that large runs reach, but it is 0.80× one run's compute there at MFU 40%: it leaves nothing for what a production cost adds (see omitted); on H100 SXM at its own $2.95/h it would need MFU 130%\n"

@@ -150,6 +150,11 @@ def usd_alone(r: Report, req: CheckRequest, g: Any, *, c: float, peak: float, pr
                                                                             else f", {v.basis}"))
     vmfu = econ.implied_mfu_for_usd(c, claimed_usd=claimed, usd_per_gpu_hour=v.price, dense_flops_per_s=v.peak,
                                     goodput=goodput)
+    if chosen_mfu is None or v.key != g.key or v.price != price:  # the verdict's own figure, in the table too
+        r.step("verdict_implied_mfu", "C · price / (claimed_usd · 3600 s/h · peak · goodput)", value=vmfu,
+               unit="fraction", C=(c, "flops"), price=(v.price, "usd_per_hour"), claimed_usd=(claimed, "usd"),
+               peak=(v.peak, "flops_per_s"), goodput=goodput, note=f"the verdict's reading: {v_words}",
+               cites=econ.implied_mfu_for_usd)
     verdict, reason = mfu_verdict(vmfu, what="the claimed cost needs", basis=v_words)
     if verdict == "consistent":
         one_run = econ.gpu_hours_for_flops(c, dense_flops_per_s=v.peak, mfu=mfu, goodput=goodput) * v.price
