@@ -37,3 +37,11 @@ def test_a_window_never_adds_work_and_a_wide_one_changes_nothing(L, lw, d, t, w,
     assert wide == pytest.approx(plain, rel=1e-12)
     assert flops.attention_flops_per_token(L, d_attn=d, seq_len=t, convention=conv, window_tokens=math.inf,
                                            window_layers=lw) == plain
+
+
+def test_mla_attention_counts_its_wider_query_key_heads():
+    """Review by hand: DeepSeek-V3's QKᵀ uses 192-wide heads (128 + 64 rope), AV 128-wide: causal at 4Ki the term
+    is 3 · 61 · 4096 · (24576 + 16384) = 30.7 GFLOP, not 24.6 at the value width alone."""
+    r = calculate("mfu", model="deepseek-v3", flops_convention="causal", seq_len="4Ki", tokens_per_step="4Mi",
+                  step_time="10s", gpus=256, gpu="h800")
+    assert r["attention_flops_per_token"] == pytest.approx(3 * 61 * 4096 * (24576 + 16384), rel=1e-12)

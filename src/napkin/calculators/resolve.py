@@ -185,7 +185,7 @@ def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention
             raise InputError("seq_len", "nothing", f"is required with --flops-convention {convention}",
                              "give --seq-len 8192")
         factor = 6 if convention == "causal" else 12
-        d_attn = m.n_heads * m.head_dim
+        d_attn = m.d_attn  # MLA: the mean of its query-key and value widths
         value = flops.attention_flops_per_token(m.n_layers, d_attn=d_attn, seq_len=seq_len, convention=convention,
                                                 **m.window())
         if m.window_caps(seq_len):  # sliding-window layers attend over their window, not the whole sequence
@@ -208,7 +208,7 @@ def resolve_flops_per_token(r: Report, m: ModelSpec | None, n: float, convention
         if m is None:
             r.note("seq_len is unused under the 6N convention without --model")
         else:
-            extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
+            extra = flops.attention_flops_per_token(m.n_layers, d_attn=m.d_attn, seq_len=seq_len,
                                                     convention="causal", **m.window())
             if extra / fpt >= ATTENTION_WARN:
                 r.warn("attention-ignored",
@@ -229,7 +229,7 @@ def flops_per_token_under(m: ModelSpec | None, n: float, convention: str, seq_le
     if m is None or seq_len is None:
         raise InputError(field_name, convention, "needs the model's layers and attention width and the sequence "
                          "length to convert an MFU", "give --model NAME and --seq-len 8192")
-    attn = flops.attention_flops_per_token(m.n_layers, d_attn=m.n_heads * m.head_dim, seq_len=seq_len,
+    attn = flops.attention_flops_per_token(m.n_layers, d_attn=m.d_attn, seq_len=seq_len,
                                            convention=convention, **m.window())
     return flops.train_flops_per_token(n, attention_flops=attn)
 

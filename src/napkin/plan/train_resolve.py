@@ -122,9 +122,8 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
     eff = resolve_efficiency(r, g, {"gemm_peak_fraction": req.gemm_efficiency,
                                     "attention_efficiency": req.attention_efficiency}, req.precision)
     geo = geometry(m, fused_swiglu=req.fused_swiglu)
-    d_attn = geo["d_attn"]
-    attn = 0.0 if req.flops_convention == "6N" else F.attention_flops_per_token(
-        m.n_layers, d_attn=d_attn, seq_len=seq_len, convention=req.flops_convention, **m.window())
+    attn = 0.0 if req.flops_convention == "6N" else F.attention_flops_per_token(  # MLA: mean of QK and V widths
+        m.n_layers, d_attn=m.d_attn, seq_len=seq_len, convention=req.flops_convention, **m.window())
     link = g.link_bytes_per_s_per_direction or scale_out
     grad = req.gradient_bytes or assume_default(r, "gradient_bytes", "train_gradient_bytes", unit="bytes")
     capacity = g.memory_bytes_runtime or g.memory_bytes
