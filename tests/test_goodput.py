@@ -404,3 +404,14 @@ def test_a_per_gpu_mtbf_under_a_day_says_a_bare_number_is_seconds(raw, words):
     assert "short-mtbf" in [w.code for w in t.warnings]
     ok = calculate("goodput", gpus=LLAMA3_GPUS, mtbf_per_gpu="50000h", checkpoint_time="60s", restart_time="10min")
     assert "short-mtbf" not in [w.code for w in ok.warnings]
+
+
+def test_goodput_from_failure_rates_is_said_to_be_planned_not_given():
+    """Review: `--goodput auto` was listed as 'goodput = 85.1% (given)': napkin derived it, the user gave 'auto'."""
+    from napkin import calculate
+
+    r = calculate("train", params="70B", tokens="15T", gpus=16384, goodput="auto", mtbf_per_gpu="50000h",
+                  checkpoint_time="60s", restart_time="10min", price="2.50/h")
+    a = next(x for x in r.assumptions if x.name == "goodput")
+    assert a.basis == "planned" and a.value == pytest.approx(r["goodput"])
+    assert any(line.startswith("planned: goodput = 85.1%") for line in r.text().splitlines())

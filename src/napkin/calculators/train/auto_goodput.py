@@ -38,7 +38,7 @@ def resolve_goodput(r: Report, req: Any, goodput_in: float | str | None, *, d: f
         if req.gpus is not None:
             _warn_past_peak(r, req, d, tps_at_1)
         r.assume("goodput", goodput, "from failure rates (Daly 2006, as `napkin goodput`)", unit="fraction",
-                 basis="given")
+                 basis="planned")  # derived by another napkin model, not given
     elif goodput_in is None:
         goodput = assume_default(r, "goodput", "training_goodput")
     else:
