@@ -532,3 +532,15 @@ def test_a_plans_default_that_is_no_longer_todays_stays_a_default():
     assert r["price_basis"] == "reference price, as saved in the plan"
     assert "list-price" in codes(r)
     assert assumption(r, "gpu").basis == "assumed" and assumption(r, "mfu").basis == "assumed"
+
+
+@pytest.mark.parametrize("gpu, per_host", [("tpu-v6e", 8), ("tpu-v5p", 4)])
+def test_a_tpu_deadline_rounds_to_whole_hosts(gpu, per_host):
+    """Review: only v5e knew its chips per host; v6e (8, Google's v6e page) and v5p (4, its topology table) round
+    a --deadline's chips up to whole hosts too."""
+    from napkin import calculate, catalog
+
+    assert catalog.gpu(gpu).gpus_per_node == per_host
+    r = calculate("train", gpu=gpu, params="70B", tokens="2T", deadline="10d", price="2.7/h")
+    assert r["gpus_needed"] % per_host == 0 and r["nodes"] == r["gpus_needed"] // per_host
+    assert r["gpus_needed"] - r["gpus_for_deadline"] < per_host
