@@ -453,7 +453,7 @@ def test_deadline_rounds_to_whole_nodes(run_cli):
     assert whole_nodes(368, gpus_per_node=8) == 368
     from napkin import catalog
 
-    assert [catalog.gpu(k).node_size for k in ("h100", "gb200", "tpu-v5e", "tpu-v5p", "l40s")] == [8, 72, 8, 1, 1]
+    assert [catalog.gpu(k).node_size for k in ("h100", "gb200", "tpu-v5e", "tpu-v5p", "l40s")] == [8, 72, 8, 4, 1]
     r = json.loads(run_cli(*DEADLINE_NODES_ARGS, "--json").stdout)
     assert (r["gpus_for_deadline"], r["gpus_needed"], r["nodes"]) == (637, 640, 80)
 
