@@ -167,7 +167,7 @@ MEMORY_KV = (
     '  fits                yes\n'
     '  free_bytes          92.99 GB\n'
     'note: kv_total_bytes is exactly 80 GiB (85.9 GB): GB and GiB differ by 7%\n'
-    'note: weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU\n'
+    'note: weights + KV only, against the datasheet capacity: activations, CUDA context and fragmentation take a few GB more per GPU (`napkin serve` counts them: 90% of the capacity the runtime reports)\n'
 )
 
 SERVE_BY_HAND_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--batch', '16', '--bandwidth', '80TB/s',

@@ -59,7 +59,7 @@ def test_extreme_values_print_compactly(run_cli):
         "  needed_bytes    14 GB\n"
         "  fits            yes\n"
         "  free_bytes      1e32 B\n"
-        "note: weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU\n"
+        "note: weights + KV only, against the datasheet capacity: activations, CUDA context and fragmentation take a few GB more per GPU (`napkin serve` counts them: 90% of the capacity the runtime reports)\n"
     )
 
 

@@ -35,7 +35,7 @@ def test_memory_fit_exact(run_cli):
         "  fits                yes\n"
         "  free_bytes          92.99 GB\n"
         "note: kv_total_bytes is exactly 80 GiB (85.9 GB): GB and GiB differ by 7%\n"
-        "note: weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU\n"
+        "note: weights + KV only, against the datasheet capacity: activations, CUDA context and fragmentation take a few GB more per GPU (`napkin serve` counts them: 90% of the capacity the runtime reports)\n"
     )
 
 

@@ -119,7 +119,8 @@ def run_memory(req: MemoryRequest) -> Report:
                 r.note(f"no tensor-parallel group holds it: {how}, more than one {fmt(cap, 'bytes')} GPU holds; give "
                        "fewer sequences or a shorter context (more replicas, each with its own sequences, serve the "
                        "rest)")
-        r.note("weights + KV only: activations, CUDA context and fragmentation take a few GB more per GPU")
+        r.note("weights + KV only, against the datasheet capacity: activations, CUDA context and fragmentation take a "
+               "few GB more per GPU (`napkin serve` counts them: 90% of the capacity the runtime reports)")
     return r
 
 
