@@ -125,8 +125,8 @@ class Calibration(msgspec.Struct, kw_only=True):
         """(code, message) for each reason this file's figures may not carry over to a plan.
 
         ``uses`` names what the plan takes from it ("its training MFU"); ``gpu`` is the
-        plan's Accelerator; ``precision`` the plan's training precision (for the MFU); ``peak_by_hand``: the plan's
-        peak was given (then an MFU over a measured ceiling is multiplied by the peak the user chose, not a datasheet's).
+        plan's Accelerator; ``precision`` the plan's training precision (for the MFU); ``peak_by_hand``: the
+        plan's peak was given (then an MFU over a measured ceiling multiplies the user's peak, not a datasheet's).
         A CPU file applied to an H100 plan, a busy machine, an MFU over a measured ceiling
         rather than a datasheet peak, another precision: each is said, never silent.
         """

@@ -10,7 +10,7 @@ import msgspec
 from napkin import catalog
 from napkin.calculators import Calculator
 from napkin.calculators.resolve import assume_default, gpu_or_none, model_or_none, resolve_params
-from napkin.calculators.steps import kv_held_step, kv_replication_step, kv_step
+from napkin.calculators.steps import kv_copies, kv_held_step, kv_replication_step, kv_step
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import memory as mem
@@ -100,8 +100,9 @@ def run_memory(req: MemoryRequest) -> Report:
                            "give the memory of one GPU, e.g. 80GB")
         r.step("capacity_bytes", "gpus · memory_per_gpu", value=capacity, unit="bytes",
                gpus=req.gpus, memory_per_gpu=(cap, "bytes"))
-        r.step("needed_bytes", "weights + kv_total" + (" + kv_replicated" if "kv_replicated_bytes" in r.results else ""),
-               value=total, unit="bytes")
+        replicated = total > w + one_copy  # the group keeps the cache more than once
+        r.step("needed_bytes", "weights + kv_total" + (" + kv_replicated" if replicated else ""), value=total,
+               unit="bytes")
         fits = total <= capacity
         r.set("fits", fits)
         if fits:
@@ -159,11 +160,8 @@ def _kv_cache(r: Report, req: MemoryRequest, m: ModelSpec | None, kv_tok: float 
 def _gpus_needed(m: ModelSpec, weights: float, kv_one_copy: float, cap: float) -> int | None:
     """The fewest GPUs of one tensor-parallel group that hold the weights and the cache, each GPU its share of
     the weights and of the cache as the group keeps it (MLA: all of it on every GPU); None when no group does."""
-    from napkin.formulas import serving as sv
-
-    latent = m.attention == "mla"
     for n in range(1, 1 << 16):
-        if weights / n + kv_one_copy * float(sv.kv_replication(n, n_kv_heads=m.n_kv_heads, latent=latent)) / n <= cap:
+        if weights / n + kv_one_copy * float(kv_copies(m, n)) / n <= cap:
             return n
     return None
 

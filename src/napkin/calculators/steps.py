@@ -7,6 +7,8 @@ formula text wherever they appear (memory, serve, journey, plan serve).
 
 from __future__ import annotations
 
+from typing import Any
+
 from napkin.derivation import Report
 from napkin.formulas import memory as mem
 from napkin.formulas import serving as sv
@@ -68,13 +70,19 @@ def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
         r.note(text)
 
 
+def kv_copies(m: ModelSpec, tp: Any) -> Any:
+    """Copies of the model's KV cache a tensor-parallel group of ``tp`` GPUs keeps (formulas.serving.kv_replication):
+    1 where the KV heads split evenly; MLA's one latent per token, which every head reads, on every GPU."""
+    return sv.kv_replication(tp, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
+
+
 def kv_replication_step(r: Report, m: ModelSpec, tp: float, kv_total: float) -> tuple[float, float]:
     """(replication, KV shards) of a model's cache over ``tp`` GPUs, recorded (with a warning) when the cache is
     held more than once: MLA's one latent per token is read by every head, so each GPU of the group keeps all
     of it; GQA with more GPUs than KV heads keeps each head on several."""
     latent = m.attention == "mla"
     shards = sv.kv_shards(tp, n_kv_heads=m.n_kv_heads, latent=latent)
-    repl = sv.kv_replication(tp, n_kv_heads=m.n_kv_heads, latent=latent)
+    repl = kv_copies(m, tp)
     if repl > 1:
         r.step("kv_replication", "tp / kv_shards" + ("  (MLA: one latent every head reads)" if latent else
                                                       "  (kv_shards = h_kv / ceil(h_kv / tp))"),

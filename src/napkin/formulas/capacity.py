@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 from napkin.formulas._array import is_scalar as _scalar
-from napkin.formulas._array import maximum as _maximum
 
 CEIL_SLACK = 1e-9  # 2.000000001 replicas of float noise is 2, not 3
 NO_DECODE_LEFT = 1e-9  # the floor of 1 − λ · t_prefill: prefills take the whole second

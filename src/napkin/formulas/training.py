@@ -6,7 +6,6 @@ Every function is arithmetic only, so each works on floats and on numpy arrays a
 
 from __future__ import annotations
 
-import math
 
 from napkin.units import HOUR, MILLION
 
@@ -22,9 +21,9 @@ def tokens_per_gpu_s(dense_flops_per_s: float, *, mfu: float, goodput: float, fl
     Trap: a sparse or wrong-precision peak inflates this by 2x; and MFU alone (without
     goodput) counts restart and checkpoint time as if it trained.
     Source: Chowdhery et al. 2022, PaLM (arXiv:2204.02311), appendix B (MFU: observed tokens/s over the
-    peak's, at the model FLOPs per token, 6N plus PaLM's attention term 12·L·H·Q·T); goodput as effective training time, Dubey et al. 2024, The Llama 3
-    Herd of Models (arXiv:2407.21783), section 3.3.4; e.g. 989e12 · 0.40 · 0.90 / 42e9 = 8,477
-    tokens/s.
+    peak's, at the model FLOPs per token, 6N plus PaLM's attention term 12·L·H·Q·T); goodput as effective
+    training time, Dubey et al. 2024, The Llama 3 Herd of Models (arXiv:2407.21783), section 3.3.4;
+    e.g. 989e12 · 0.40 · 0.90 / 42e9 = 8,477 tokens/s.
     """
     return dense_flops_per_s * mfu * goodput / flops_per_token
 

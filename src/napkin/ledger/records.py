@@ -261,11 +261,11 @@ class Records:
         self.jump = tally.jump
         if n == 1:
             k = self.duplicates
-            again = (f"; {k} more line{'s' * (k != 1)} log{'s' * (k == 1)} the same step again, which does not advance"
-                     if k else "")
+            again = (f"; {k} more line{'s' * (k != 1)} log{'s' * (k == 1)} the same step again, which does not "
+                     "advance" if k else "")
             raise NotEnoughRecords("log", self.sources[first[3]], f"has one step record (step {int(first[0])} at "
-                                   f"{self.location} {first[2]}{again}): a cost needs at least two, and the time between "
-                                   "them", "give a longer log")
+                                   f"{self.location} {first[2]}{again}): a cost needs at least two, and the time "
+                                   "between them", "give a longer log")
         if last[1] <= first[1]:
             whole = all(bool(np.all(c.t_wall == np.floor(c.t_wall))) for c in self.chunks())
             clock = clock or ("whole seconds: a 1-s resolution" if whole else "fractions of a second")

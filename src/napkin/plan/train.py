@@ -18,7 +18,6 @@ from typing import Any
 from napkin import units
 from napkin.calculators import Calculator
 from napkin.derivation import Report
-from napkin.errors import InputError
 from napkin.plan.train_request import RECOMPUTE_CHOICES, PlanTrainRequest
 from napkin.plan.train_resolve import resolve
 from napkin.plan.train_rows import describe, explain_best, row, single_row

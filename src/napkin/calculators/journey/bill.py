@@ -68,7 +68,8 @@ def bill(walk: Walk, t: Trip) -> None:
            unit="usd", answer_s=(t.answer_s, "seconds"))
     shared_usd = r.step("gpu_usd_shared", "node_usd_per_hour · shared_node_s / 3600",
                         value=node_usd_h * shared_s / HOUR, unit="usd")
-    r.step("gpu_usd_per_million_tokens_all_in", "node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use, prompts included)",
+    r.step("gpu_usd_per_million_tokens_all_in",
+           "node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use, prompts included)",
            value=cost.usd_per_million_tokens(node_usd_h, tokens_per_s=t.batch_tokens_per_s, utilization=1.0),
            unit="usd_per_million", batch_tokens_per_s=(t.batch_tokens_per_s, "per_s"),
            cites=cost.usd_per_million_tokens)

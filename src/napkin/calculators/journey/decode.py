@@ -91,7 +91,7 @@ def batched(r: Report, t: Trip, kv_seq: float, tps: float) -> None:
            value=jf.batch_at_ridge(t.ridge, bytes_per_param=b), unit="number", ridge=t.ridge, bytes_per_param=b,
            cites=jf.batch_at_ridge)
     if t.free > 0:
-        repl = node.kv_copies(r, t)
+        repl = node.cache_copies(r, t)
         if repl > 1:
             max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / (kv_bytes_per_sequence · kv_replication))",
                              value=float(math.floor(t.free / (kv_seq * repl))), unit="count",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from napkin.calculators import replica as rep
 from napkin.calculators import resolve
+from napkin.calculators.steps import kv_copies
 from napkin.derivation import Report
 from napkin.formulas import operators as op
 from napkin.formulas import scheduling as sch
@@ -93,15 +94,15 @@ def steady_state(t: Trip, batch: float, chunk: float) -> Steady:
                                               decode_seqs=bd, output_tokens=O, prompt_share=q))
     return Steady(bd, c, q, dec, mixed, cycle)
 
-def kv_copies(r: Report, t: Trip) -> float:
+def cache_copies(r: Report, t: Trip) -> float:
     """How many copies of the KV cache the node's tensor-parallel group keeps (MLA: one per GPU, every head
     reads the one latent; GQA: more than one where GPUs outnumber the KV heads), with serve's warning."""
     m = t.m
-    latent = m.attention == "mla"
-    repl = float(sv.kv_replication(t.n_gpus, n_kv_heads=m.n_kv_heads, latent=latent))
-    if repl > 1:
-        r.warn("kv-replicated", (f"MLA caches one latent per token that all heads read: TP {t.n_gpus} keeps a full copy "
-                                 "on every GPU, so the free memory holds the cache once per GPU" if latent else
-                                 f"TP {t.n_gpus} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on {repl:g} "
-                                 "GPUs, so the free memory holds that many copies of the cache"))
+    repl = float(kv_copies(m, t.n_gpus))
+    if repl > 1 and m.attention == "mla":
+        r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {t.n_gpus} keeps a full "
+                                "copy on every GPU, so the free memory holds the cache once per GPU")
+    elif repl > 1:
+        r.warn("kv-replicated", f"TP {t.n_gpus} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on "
+                                f"{repl:g} GPUs, so the free memory holds that many copies of the cache")
     return repl

@@ -87,7 +87,7 @@ def prefill(walk: Walk, t: Trip) -> None:
         r.step("max_context_kv_bytes", f"kv_bytes_per_token · {held_expr}", value=kv_tok * held,
                unit="bytes", max_context=(m.max_context, "count"))
     if t.free > 0:
-        repl = node.kv_copies(r, t)
+        repl = node.cache_copies(r, t)
         if repl > 1:
             r.step("kv_capacity_tokens", "free_bytes / (kv_bytes_per_token · kv_replication)",
                    value=t.free / (kv_tok * repl), unit="count", free_bytes=(t.free, "bytes"), kv_replication=repl)

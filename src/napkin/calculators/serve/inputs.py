@@ -60,7 +60,8 @@ def parallelism(req_gpus: int | None, req_tp: int | None, m: ModelSpec, *, domai
     heads, and the rest pipeline stages (said in a note)."""
     gpus = req_gpus if req_gpus is not None else (req_tp if req_tp is not None else 1)
     tp = req_tp if req_tp is not None else gpus
-    fits = [d for d in range(1, int(domain or 0) + 1) if gpus % d == 0 and m.n_heads % d == 0 and gpus // d <= m.n_layers]
+    fits = [d for d in range(1, int(domain or 0) + 1)
+            if gpus % d == 0 and m.n_heads % d == 0 and gpus // d <= m.n_layers]
     if req_tp is None and domain and gpus > domain and fits:  # else one TP group, warned where it leaves the domain
         tp = max(fits)
         if r is not None:

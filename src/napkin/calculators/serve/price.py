@@ -27,13 +27,14 @@ def price_lines(r: Report, req: ServeRequest, s: Setup, tps: float, sched: Sched
     achieved = r.results.get("achieved_tokens_per_s")  # the simulated load (--rate)
     # the simulation's load gives the busy share only where it ran the steady state's workload: Poisson arrivals
     # of --prompt/--output (not a trace's lengths), one TP group (no pipeline stages), a queue that does not grow
-    like = req.trace is None and s.pp == 1 and not any(w.code == "over-capacity" for w in r.warnings)
+    grows = any(w.code == "over-capacity" for w in r.warnings)
+    like = req.trace is None and s.pp == 1 and not grows
     if req.utilization is None and achieved is not None and like:
         util = r.step("utilization", "min(1, achieved_tokens_per_s / tokens_per_s)", value=min(1.0, achieved / tps),
                       unit="fraction", note="the simulated load: the tokens the replica served over its steady-state "
                       "capacity, so each $/M pays for the tokens served", achieved_tokens_per_s=(achieved, "per_s"),
                       tokens_per_s=(tps, "per_s"))
-    elif req.utilization is None and achieved is not None and any(w.code == "over-capacity" for w in r.warnings):
+    elif req.utilization is None and achieved is not None and grows:
         util = r.assume("utilization", 1.0, "the queue grows at the offered rate: every hour busy", unit="fraction",
                         basis="assumed")
     elif req.utilization is None:
