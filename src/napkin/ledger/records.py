@@ -26,6 +26,8 @@ from typing import Any, Iterator
 from napkin.errors import InputError, quote
 
 EXTRAS = ("mfu_logged",)  # columns the report reads besides the four fields
+BACKWARDS = "t_wall goes backwards"  # why a record is skipped with skip_bad_clock: earlier than the one kept before it
+JUMPED = "t_wall jumps ahead of the records after it"  # later than the records on both sides of it
 
 
 class NotEnoughRecords(InputError):
@@ -86,7 +88,7 @@ class Records:
     skip_bad_clock: bool = False
     clock_per_record: bool = True
     duplicates: int = 0
-    bad_clock: list[tuple[int, int]] = field(default_factory=list)  # (source, line) of the first few skipped
+    bad_clock: list[tuple[int, int, str]] = field(default_factory=list)  # (source, line, why) of the first few skipped
     bad_clock_count: int = 0
     n: int = 0
     first: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)  # step, t_wall, line, source
@@ -197,18 +199,18 @@ class Records:
                 kept.append(i)
             elif len(kept) >= 2 and t[i] >= t[kept[-2]]:
                 keep[j] = False  # the record before jumped forward: it is the bad one
-                self._bad(c, j)
+                self._bad(c, j, JUMPED)
                 kept[-1] = i
             else:
                 keep[i] = False
-                self._bad(c, i)
+                self._bad(c, i, BACKWARDS)
         return keep
 
-    def _bad(self, c: Chunk, i: int) -> None:
+    def _bad(self, c: Chunk, i: int, why: str) -> None:
         if self._counting:
             self.bad_clock_count += 1
             if len(self.bad_clock) < 20:
-                self.bad_clock.append((int(c.source[i]), int(c.line[i])))
+                self.bad_clock.append((int(c.source[i]), int(c.line[i]), why))
 
     def _overlap(self, prev: tuple, c: Chunk) -> None:
         a, b = self.sources[int(prev[2])], self.sources[int(c.source[0])]

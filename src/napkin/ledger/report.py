@@ -277,8 +277,8 @@ def _skipped(r: LedgerReport, rec: Any, reads: list[Any]) -> None:
     total = rec.bad_clock_count
     for i, x in enumerate(reads):
         total += x.skipped_count
-        mine = [(n, why) for n, why in x.skipped] + [(n, "t_wall goes backwards (--skip-bad-clock)")
-                                                     for s, n in rec.bad_clock if s == i]
+        mine = [(n, why) for n, why in x.skipped] + [(n, f"{why} (--skip-bad-clock)") for s, n, why in rec.bad_clock
+                                                     if s == i]
         skipped += [{"source": quote(os.path.basename(x.path)), "line": n, "reason": why} for n, why in sorted(mine)]
     skipped = skipped[:20]
     r.set("skipped_lines", {"count": total, "location": reads[0].location if reads else "line", "first": skipped})
