@@ -40,7 +40,7 @@ def test_auto_in_the_terminal_is_a_planned_line(run_cli):
     line = next(x for x in out.stdout.splitlines() if x.startswith("planned: "))
     p = _planned()
     assert line.startswith(f"planned: mfu = {p['best_mfu']:.1%} (the fastest layout napkin plan train finds, "
-                           f"{p['best_config']}; sequences of 4,096, global batch 4.194M tokens, 6N FLOPs)")
+                           f"{p['best_config']}; sequences of 4,096, global batch 4,194,304 tokens, 6N FLOPs)")
 
 
 @pytest.mark.parametrize("extra,field,words", [

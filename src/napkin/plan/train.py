@@ -78,6 +78,13 @@ def _deadline_rows(S: TrainSetup, res: dict[str, Any], req: PlanTrainRequest, r:
     return meeting[: req.top]
 
 
+def _batch_text(S: Any) -> str:
+    """The global batch in words: sequences, and the tokens they hold."""
+    n = S.global_batch_seqs
+    whole = f"{n:,.0f}" if n == round(n) else f"{n:,.2f}"
+    return f"{whole} sequence{'s' if n != 1 else ''} ({units.format(n * S.seq_len, 'count')} tokens)"
+
+
 def run_plan_train(req: PlanTrainRequest) -> Report:
     r = Report("Plan train", command="plan train")
     S, m, g, space, sizes = resolve(req, r)
@@ -85,7 +92,7 @@ def run_plan_train(req: PlanTrainRequest) -> Report:
                                                                           "interleave", "sp"))
     n_single = n_single and all(space.fixed[k] for k in ("tp", "pp", "cp", "ep", "dp"))
     gpus_text = f"{sizes[0]:,} {g.name}" if len(sizes) == 1 else f"{g.name} ({', '.join(f'{n:,}' for n in sizes)})"
-    r.title = f"Plan train {m.name} on {gpus_text}: sequences of {S.seq_len:,.0f}, batch {r['global_batch']}"
+    r.title = f"Plan train {m.name} on {gpus_text}: sequences of {S.seq_len:,.0f}, batch {_batch_text(S)}"
     r.set("model", m.name)
     r.set("gpu", g.key)
     r.set("seq_len", S.seq_len, "count")

@@ -109,7 +109,8 @@ def resolve(req: PlanTrainRequest, r: Report, model: ModelSpec | None = None
     if batch_raw is None:
         batch_raw = f"{assume_default(r, 'global_batch', 'train_global_batch_tokens', unit='count'):.0f}"
     G, batch_text = global_batch_seqs(batch_raw, seq_len)
-    r.set("global_batch", batch_text)
+    r.set("batch_sequences", G, "count")
+    r.set("batch_tokens", G * seq_len, "count")
     if abs(G - round(G)) > 1e-9:  # 16M tokens of 8,192: 1,953.1 sequences (16Mi is 2,048)
         text = str(batch_raw).strip()
         binary = next((i for i, p in enumerate("kMGT", 1)
