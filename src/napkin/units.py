@@ -180,127 +180,161 @@ def _strip_words(unit: str, words: tuple[str, ...], field: str, raw: str, gap: b
     return unit
 
 
+def _scale_number(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    if unit in ("", "x", "×"):
+        return 1.0
+    raise _fail(field, raw, kind)
+
+
+def _scale_fraction(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    if unit == "%":
+        return 0.01
+    if unit == "":
+        return 1.0
+    raise _fail(field, raw, kind)
+
+
+def _scale_count(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = _strip_words(unit, ("tokens", "token", "tok", "params", "parameters", "requests", "gpus"),
+                     field, raw, gap)
+    if u in COUNT_SUFFIX:
+        return COUNT_SUFFIX[u]
+    if re.fullmatch(r"[kKMGTPE]i?(B|bytes?)|[kKMGTPE]?bit", u):
+        raise _fail(field, raw, kind, f"is a size in bytes; expected {EXPECTED[kind]}")
+    raise _fail(field, raw, kind)
+
+
+def _scale_bytes(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    if unit.endswith("/s") or unit.lower().endswith("ps"):
+        raise _fail(field, raw, kind, f"is a bandwidth; expected {EXPECTED[kind]}")
+    if unit in ("s", "ms", "h", "d", "w"):
+        raise _fail(field, raw, kind, f"is a duration; expected {EXPECTED[kind]}")
+    if re.fullmatch(r"[kKMGTPE]", unit):
+        raise InputError(field, raw, "has a prefix but no unit",
+                         f"write {unit}B for decimal bytes or {unit.upper()}iB for binary")
+    return _bytes_unit(unit, field, raw, kind)
+
+
+def _scale_bytes_per_s(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = unit.replace(" ", "")
+    m = re.fullmatch(r"([kKMGTPE]?)(bps|Bps)", u)
+    if m:
+        if m.group(2) == "bps":
+            return DECIMAL[m.group(1)] / BITS_PER_BYTE
+        return DECIMAL[m.group(1)]
+    if u in DECIMAL:  # bare prefix: 3.35T means 3.35e12 bytes/s
+        return DECIMAL[u]
+    if not u.endswith("/s"):
+        raise _fail(field, raw, kind)
+    return _bytes_unit(u[:-2], field, raw, kind)
+
+
+def _scale_flops(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = unit.replace(" ", "")
+    if u in DECIMAL:
+        return DECIMAL[u]
+    m = re.fullmatch(r"([kKMGTPE]?)(FLOP|FLOPs|flop|flops|FLOPS|FLOP/s|flop/s|FLOPs/s|OPS|OP/s|ops)", u)
+    if not m:
+        raise _fail(field, raw, kind)
+    pre, base = m.groups()
+    rate = base in ("FLOPS", "FLOP/s", "flop/s", "FLOPs/s", "OPS", "OP/s")
+    if kind == "flops" and rate:
+        raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
+    if kind == "flops_per_s" and base in ("FLOP", "flop"):  # "FLOPs" stays: it is written for both
+        raise _fail(field, raw, kind, f"is an amount of work; expected {EXPECTED[kind]}")
+    return DECIMAL[pre]
+
+
+_SECONDS = {
+    "": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "fs": 1e-15, "ps": 1e-12, "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "min": MINUTE, "mins": MINUTE,
+    "minute": MINUTE, "minutes": MINUTE, "h": HOUR, "hr": HOUR, "hrs": HOUR,
+    "hour": HOUR, "hours": HOUR, "d": DAY, "day": DAY, "days": DAY, "w": WEEK,
+    "wk": WEEK, "week": WEEK, "weeks": WEEK, "y": YEAR, "yr": YEAR, "year": YEAR,
+    "years": YEAR,
+}
+
+
+def _scale_seconds(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    if unit in _SECONDS:
+        return _SECONDS[unit]
+    if unit == "m":
+        raise InputError(field, raw, "is ambiguous: m could be minutes or months", "write min for minutes")
+    raise _fail(field, raw, kind)
+
+
+def _scale_usd(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = _strip_words(unit, ("usd", "dollars", "$"), field, raw, gap)
+    if u in ("", "k", "K", "M", "B", "bn", "T"):
+        return {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "bn": GIGA, "T": TERA}[u]
+    if "/" in u:
+        raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
+    raise _fail(field, raw, kind)
+
+
+def _scale_usd_per_hour(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = unit.replace(" ", "").lower()
+    for per in ("/gpu-hour", "/gpu-hr", "/gpu-h", "/gpuh", "/hour", "/hr", "/h"):
+        if u.endswith(per):
+            u = u[: -len(per)]
+            break
+    else:
+        if u not in ("",):
+            if "/" in u:
+                raise _fail(field, raw, kind, f"is not per hour; expected {EXPECTED[kind]}")
+            raise _fail(field, raw, kind)
+    if u in ("", "usd"):
+        return 1.0
+    raise _fail(field, raw, kind)
+
+
+def _scale_usd_per_million(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = unit.replace(" ", "")
+    if u in ("", "/M", "/Mtok", "/Mtokens", "/1M", "per M"):
+        return 1.0
+    raise _fail(field, raw, kind)
+
+
+def _scale_usd_per_kwh(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    u = unit.replace(" ", "").lower()
+    if u in ("", "/kwh"):
+        return 1.0
+    if u == "/mwh":
+        return 1e-3
+    raise _fail(field, raw, kind)
+
+
+def _scale_watts(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    table = {"": 1.0, "W": 1.0, "kW": KILO, "MW": MEGA, "GW": GIGA}
+    if unit.replace(" ", "") in table:
+        return table[unit.replace(" ", "")]
+    raise _fail(field, raw, kind)
+
+
+def _scale_per_s(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    table = {"": 1.0, "/s": 1.0, "/sec": 1.0, "/min": 1 / MINUTE, "/h": 1 / HOUR, "/hr": 1 / HOUR,
+             "/d": 1 / DAY, "/day": 1 / DAY}
+    u = unit.replace(" ", "")
+    if u in table:
+        return table[u]
+    raise _fail(field, raw, kind)
+
+
+def _scale_joules(unit: str, kind: str, field: str, raw: str, gap: bool) -> float:
+    table = {"": 1.0, "J": 1.0, "kJ": KILO, "MJ": MEGA, "GJ": GIGA, "Wh": 3600.0,
+             "kWh": KWH_J, "MWh": KWH_J * 1e3, "GWh": KWH_J * 1e6}
+    u = unit.replace(" ", "")
+    if u in table:
+        return table[u]
+    raise _fail(field, raw, kind)
+
+
+_SCALE = {"number": _scale_number, "fraction": _scale_fraction, "count": _scale_count, "bytes": _scale_bytes, "bytes_per_s": _scale_bytes_per_s, "flops": _scale_flops, "flops_per_s": _scale_flops, "seconds": _scale_seconds, "usd": _scale_usd, "usd_per_hour": _scale_usd_per_hour, "usd_per_million": _scale_usd_per_million, "usd_per_kwh": _scale_usd_per_kwh, "watts": _scale_watts, "per_s": _scale_per_s, "joules": _scale_joules}
+
+
 def _scale(unit: str, kind: str, field: str, raw: str, gap: bool = False) -> float:
-    if kind == "number":
-        if unit in ("", "x", "×"):
-            return 1.0
-        raise _fail(field, raw, kind)
-    if kind == "fraction":
-        if unit == "%":
-            return 0.01
-        if unit == "":
-            return 1.0
-        raise _fail(field, raw, kind)
-    if kind == "count":
-        u = _strip_words(unit, ("tokens", "token", "tok", "params", "parameters", "requests", "gpus"),
-                         field, raw, gap)
-        if u in COUNT_SUFFIX:
-            return COUNT_SUFFIX[u]
-        if re.fullmatch(r"[kKMGTPE]i?(B|bytes?)|[kKMGTPE]?bit", u):
-            raise _fail(field, raw, kind, f"is a size in bytes; expected {EXPECTED[kind]}")
-        raise _fail(field, raw, kind)
-    if kind == "bytes":
-        if unit.endswith("/s") or unit.lower().endswith("ps"):
-            raise _fail(field, raw, kind, f"is a bandwidth; expected {EXPECTED[kind]}")
-        if unit in ("s", "ms", "h", "d", "w"):
-            raise _fail(field, raw, kind, f"is a duration; expected {EXPECTED[kind]}")
-        if re.fullmatch(r"[kKMGTPE]", unit):
-            raise InputError(field, raw, "has a prefix but no unit",
-                             f"write {unit}B for decimal bytes or {unit.upper()}iB for binary")
-        return _bytes_unit(unit, field, raw, kind)
-    if kind == "bytes_per_s":
-        u = unit.replace(" ", "")
-        m = re.fullmatch(r"([kKMGTPE]?)(bps|Bps)", u)
-        if m:
-            if m.group(2) == "bps":
-                return DECIMAL[m.group(1)] / BITS_PER_BYTE
-            return DECIMAL[m.group(1)]
-        if u in DECIMAL:  # bare prefix: 3.35T means 3.35e12 bytes/s
-            return DECIMAL[u]
-        if not u.endswith("/s"):
-            raise _fail(field, raw, kind)
-        return _bytes_unit(u[:-2], field, raw, kind)
-    if kind in ("flops", "flops_per_s"):
-        u = unit.replace(" ", "")
-        if u in DECIMAL:
-            return DECIMAL[u]
-        m = re.fullmatch(r"([kKMGTPE]?)(FLOP|FLOPs|flop|flops|FLOPS|FLOP/s|flop/s|FLOPs/s|OPS|OP/s|ops)", u)
-        if not m:
-            raise _fail(field, raw, kind)
-        pre, base = m.groups()
-        rate = base in ("FLOPS", "FLOP/s", "flop/s", "FLOPs/s", "OPS", "OP/s")
-        if kind == "flops" and rate:
-            raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
-        if kind == "flops_per_s" and base in ("FLOP", "flop"):  # "FLOPs" stays: it is written for both
-            raise _fail(field, raw, kind, f"is an amount of work; expected {EXPECTED[kind]}")
-        return DECIMAL[pre]
-    if kind == "seconds":
-        table = {
-            "": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-            "fs": 1e-15, "ps": 1e-12, "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "min": MINUTE, "mins": MINUTE,
-            "minute": MINUTE, "minutes": MINUTE, "h": HOUR, "hr": HOUR, "hrs": HOUR,
-            "hour": HOUR, "hours": HOUR, "d": DAY, "day": DAY, "days": DAY, "w": WEEK,
-            "wk": WEEK, "week": WEEK, "weeks": WEEK, "y": YEAR, "yr": YEAR, "year": YEAR,
-            "years": YEAR,
-        }
-        if unit in table:
-            return table[unit]
-        if unit == "m":
-            raise InputError(field, raw, "is ambiguous: m could be minutes or months", "write min for minutes")
-        raise _fail(field, raw, kind)
-    if kind == "usd":
-        u = _strip_words(unit, ("usd", "dollars", "$"), field, raw, gap)
-        if u in ("", "k", "K", "M", "B", "bn", "T"):
-            return {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "B": GIGA, "bn": GIGA, "T": TERA}[u]
-        if "/" in u:
-            raise _fail(field, raw, kind, f"is a rate; expected {EXPECTED[kind]}")
-        raise _fail(field, raw, kind)
-    if kind == "usd_per_hour":
-        u = unit.replace(" ", "").lower()
-        for per in ("/gpu-hour", "/gpu-hr", "/gpu-h", "/gpuh", "/hour", "/hr", "/h"):
-            if u.endswith(per):
-                u = u[: -len(per)]
-                break
-        else:
-            if u not in ("",):
-                if "/" in u:
-                    raise _fail(field, raw, kind, f"is not per hour; expected {EXPECTED[kind]}")
-                raise _fail(field, raw, kind)
-        if u in ("", "usd"):
-            return 1.0
-        raise _fail(field, raw, kind)
-    if kind == "usd_per_million":
-        u = unit.replace(" ", "")
-        if u in ("", "/M", "/Mtok", "/Mtokens", "/1M", "per M"):
-            return 1.0
-        raise _fail(field, raw, kind)
-    if kind == "usd_per_kwh":
-        u = unit.replace(" ", "").lower()
-        if u in ("", "/kwh"):
-            return 1.0
-        if u == "/mwh":
-            return 1e-3
-        raise _fail(field, raw, kind)
-    if kind == "watts":
-        table = {"": 1.0, "W": 1.0, "kW": KILO, "MW": MEGA, "GW": GIGA}
-        if unit.replace(" ", "") in table:
-            return table[unit.replace(" ", "")]
-        raise _fail(field, raw, kind)
-    if kind == "per_s":
-        table = {"": 1.0, "/s": 1.0, "/sec": 1.0, "/min": 1 / MINUTE, "/h": 1 / HOUR, "/hr": 1 / HOUR,
-                 "/d": 1 / DAY, "/day": 1 / DAY}
-        u = unit.replace(" ", "")
-        if u in table:
-            return table[u]
-        raise _fail(field, raw, kind)
-    if kind == "joules":
-        table = {"": 1.0, "J": 1.0, "kJ": KILO, "MJ": MEGA, "GJ": GIGA, "Wh": 3600.0,
-                 "kWh": KWH_J, "MWh": KWH_J * 1e3, "GWh": KWH_J * 1e6}
-        u = unit.replace(" ", "")
-        if u in table:
-            return table[u]
-        raise _fail(field, raw, kind)
-    raise ValueError(kind)  # pragma: no cover
+    """The factor of ``unit`` for a quantity of ``kind`` (its base unit: 1), or a one-line error."""
+    return _SCALE[kind](unit, kind, field, raw, gap)
 
 
 # ---------------------------------------------------------------- formatting
