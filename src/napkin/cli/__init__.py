@@ -43,9 +43,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+WHOLE_PROCESS = False  # main() runs as the process's own command (argv from sys.argv), not inside a caller
+
+
 def main(argv: list[str] | None = None) -> None:
     import gc
 
+    global WHOLE_PROCESS
+    WHOLE_PROCESS = argv is None
     _import_msgspec()
     from napkin.cli.quick import answer
 

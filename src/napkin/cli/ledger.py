@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from napkin.cli.common import collect, emit, fail, guarded, options_for
+from napkin.cli.common import collect, emit, end_process, fail, guarded, options_for
 
 
 def _request(params: dict[str, Any], config: str | None) -> Any:
@@ -82,6 +82,7 @@ def _report_callback(**params: Any) -> None:
         click.echo(f"note: {stored_as}", err=True)  # where it was kept, not a figure of the run: not in --json
     if chart:
         _write_chart(report, chart)
+    end_process()
 
 
 def _report(req: Any, fresh: list[Any], params: dict[str, Any], run: str | None, store_path: str | None,
