@@ -590,3 +590,18 @@ def test_a_waterfall_tp_step_keeps_the_replicas_given_gpus(run_cli):
     d = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--waterfall", "tp=4",
                            "--json").stdout)
     assert [row["gpus"] for row in d["waterfall"]] == [2, 4]  # only --tp given: the GPUs follow the TP degree
+
+
+def test_serve_under_load_does_not_ask_for_the_rate_it_was_given(run_cli):
+    """Fuzz repro: `serve --model llama-3.1-8b --gpu h100 --rate 2/s` noted "no queue (give --rate for latency under
+    load)" above the queue its --rate simulated; with no --rate the hint stays."""
+    args = ("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--price", "2.5/h")
+    loaded = run_cli(*args, "--rate", "2/s", "--requests", "100").stdout
+    assert [x for x in loaded.splitlines() if x.startswith("note:")] == [
+        "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same "
+        "GPU time as the decoding; no queue (the load simulation's figures have the queue)",
+        "note: load: 100 requests simulated (Poisson arrivals, seed 0), the first tenth as warm-up; percentiles over "
+        "the rest"]
+    assert [x for x in run_cli(*args).stdout.splitlines() if x.startswith("note:")] == [
+        "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same "
+        "GPU time as the decoding; no queue (give --rate for latency under load)"]
