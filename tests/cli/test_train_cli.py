@@ -259,6 +259,21 @@ def test_a_deadline_no_cluster_meets_is_one_line(run_cli):
                         "and finish later; got 15 d (allow 15.57 d or more, or checkpoint and restart faster)\n")
 
 
+
+def test_a_goodput_auto_that_underflows_is_refused_not_printed_as_inf(run_cli):
+    """Fuzz repro: a checkpoint interval of a year against a 3-hour cluster MTBF gave goodput 2.72e-301, then
+    gpu_hours inf, loaded_usd inf and loaded_over_marginal nan, exit 0; an MTBF of 1 s (goodput exactly 0) was
+    already this one line."""
+    args = ("train", "--params", "7B", "--tokens", "2T", "--gpus", "1024", "--goodput", "auto", "--checkpoint-time",
+            "1min", "--restart-time", "10min")
+    r = run_cli(*args, "--cluster-mtbf", "3h", "--checkpoint-interval", "1y", code=1)
+    assert r.stdout == "" and r.stderr == (
+        "error: goodput is 2.72e-301, below 1e-12: on 1,024 GPUs failures arrive faster than the job can make progress "
+        "between them; got auto (checkpoint and restart faster, or use fewer GPUs)\n")
+    assert run_cli(*args, "--mtbf-per-gpu", "1s", code=1).stderr == (
+        "error: goodput is 0: on 1,024 GPUs failures arrive faster than the job can make progress between them; got "
+        "auto (checkpoint and restart faster, or use fewer GPUs)\n")
+
 @pytest.mark.parametrize("args", [("--deadline", "3w"), ("--deadline", "3w", "--peak", "989T"),
                                   ("--gpus", "64", "--gpu", "b200")])
 def test_a_plan_read_back_keeps_its_defaults_labelled(run_cli, tmp_path, args):
