@@ -605,3 +605,11 @@ def test_serve_under_load_does_not_ask_for_the_rate_it_was_given(run_cli):
     assert [x for x in run_cli(*args).stdout.splitlines() if x.startswith("note:")] == [
         "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same "
         "GPU time as the decoding; no queue (give --rate for latency under load)"]
+
+
+def test_the_bandwidth_bound_note_writes_both_batches_alike(run_cli):
+    """Fuzz repro: `serve --model llama-3.1-70b --gpu h100 --gpus 9` noted "memory holds at most 1286 sequences,
+    short of the 1,753 ...": one figure with a thousands separator, the other without."""
+    out = run_cli("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "9", "--price", "2.5/h").stdout
+    assert ("note: memory holds at most 1,286 sequences, short of the 1,753 that would make the weights' GEMMs "
+            "compute-bound: decode on this replica is always bandwidth-bound\n") in out
