@@ -483,7 +483,8 @@ def test_budget_sweeps_and_refuses_what_needs_tokens(run_cli):
                                 "FLOPs alone; got 1T (give --params N (the budget is then read as tokens), or drop "
                                 "--unique-tokens)"),
     (("--seq-len", "4096"), "seq_len needs a model, and --flops without --params or --model is a budget of FLOPs "
-                            "alone; got 4,096 (give --params N (the budget is then read as tokens), or drop --seq-len)"),
+                            "alone; got 4,096 (give --params N (the budget is then read as tokens), or drop "
+                            "--seq-len)"),
     (("--data-usd", "1M"), "data_usd needs a model, and --flops without --params or --model is a budget of FLOPs "
                            "alone; got $1M (give --params N (the budget is then read as tokens), or drop --data-usd)"),
 ])

@@ -30,8 +30,8 @@ def run_budget(req: TrainRequest) -> TrainReport:
                        ("mfu_convention", None), ("data_usd", "usd")):
         if (value := getattr(req, name)) is not None:
             raise InputError(name, fmt(value, unit) if unit else value, "needs a model, and --flops without --params "
-                             "or --model is a budget of FLOPs alone", "give --params N (the budget is then read as tokens), "
-                             f"or drop --{name.replace('_', '-')}")
+                             "or --model is a budget of FLOPs alone", "give --params N (the budget is then read as "
+                             f"tokens), or drop --{name.replace('_', '-')}")
     if req.sensitivity:
         raise InputError("sensitivity", "yes", "moves loaded $/M tokens, and a budget of FLOPs alone has no tokens",
                          "give --params N with --flops (the budget is then read as tokens)")
