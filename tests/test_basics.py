@@ -258,6 +258,20 @@ def test_memory_holds_mla_latent_once_per_gpu_of_the_group():
     assert "kv_replication" not in gqa.results and gqa["needed_bytes"] == gqa["weights_bytes"] + gqa["kv_total_bytes"]
 
 
+
+def test_memory_says_why_an_uneven_gqa_split_holds_more_cache():
+    """Fuzz repro: `napkin memory --model llama-3.1-70b --gpu h100 --context 128k --gpus 3` warned "TP 3 exceeds the
+    8 KV heads: each head is kept on 1.125 GPUs"; 3 GPUs are fewer than 8 heads, and each is sized for ceil(8/3) = 3
+    of them, 9/8 of the cache over the group."""
+    r = napkin.memory(model="llama-3.1-70b", gpu="h100", gpus=3, context="128k")
+    assert r["kv_replication"] == 9 / 8 and r["kv_replicated_bytes"] == pytest.approx(r["kv_total_bytes"] / 8)
+    assert [w.message for w in r.warnings if w.code == "kv-replicated"] == [
+        "TP 3 does not divide the 8 KV heads: each GPU is sized for the 3 heads the fullest one keeps, 1.125 times the "
+        "cache over the group, costing 5.243 GB of KV memory beyond one copy"]
+    wide = napkin.memory(model="llama-3.1-70b", gpu="h100", gpus=16, context="128k")
+    assert [w.message for w in wide.warnings if w.code == "kv-replicated"] == [
+        "TP 16 exceeds the 8 KV heads: each head is kept on 2 GPUs, costing 41.94 GB of KV memory beyond one copy"]
+
 def test_memory_warns_past_the_context_window():
     r = napkin.memory(model="llama-2-7b", context="8Ki", gpu="h100")
     assert [w.message for w in r.warnings if w.code == "context-too-long"] == [

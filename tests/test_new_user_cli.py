@@ -476,3 +476,18 @@ def test_budget_sweeps_and_refuses_what_needs_tokens(run_cli):
     assert out.splitlines()[1].split() == ["gpu", "GPU-hours", "wall", "$/GPU-h", "marginal", "loaded"]
     err = run_cli("train", "--flops", "1e24", "--sensitivity", code=1).stderr
     assert err.startswith("error: sensitivity: moves loaded $/M tokens, and a budget of FLOPs alone has no tokens")
+
+
+@pytest.mark.parametrize("option,shown", [
+    (("--unique-tokens", "1T"), "unique_tokens needs a model, and --flops without --params or --model is a budget of "
+                                "FLOPs alone; got 1T (give --params N (the budget is then read as tokens), or drop "
+                                "--unique-tokens)"),
+    (("--seq-len", "4096"), "seq_len needs a model, and --flops without --params or --model is a budget of FLOPs "
+                            "alone; got 4,096 (give --params N (the budget is then read as tokens), or drop "
+                            "--seq-len)"),
+    (("--data-usd", "1M"), "data_usd needs a model, and --flops without --params or --model is a budget of FLOPs "
+                           "alone; got $1M (give --params N (the budget is then read as tokens), or drop --data-usd)"),
+])
+def test_budget_refusal_shows_the_value_as_given(run_cli, option, shown):
+    """Fuzz repro: `train --flops 1e24 --unique-tokens 1T` said "got 1e+12", the base-unit float, not the 1T typed."""
+    assert run_cli("train", "--flops", "1e24", *option, code=1).stderr == f"error: {shown}\n"

@@ -259,6 +259,21 @@ def test_a_deadline_no_cluster_meets_is_one_line(run_cli):
                         "and finish later; got 15 d (allow 15.57 d or more, or checkpoint and restart faster)\n")
 
 
+
+def test_a_goodput_auto_that_underflows_is_refused_not_printed_as_inf(run_cli):
+    """Fuzz repro: a checkpoint interval of a year against a 3-hour cluster MTBF gave goodput 2.72e-301, then
+    gpu_hours inf, loaded_usd inf and loaded_over_marginal nan, exit 0; an MTBF of 1 s (goodput exactly 0) was
+    already this one line."""
+    args = ("train", "--params", "7B", "--tokens", "2T", "--gpus", "1024", "--goodput", "auto", "--checkpoint-time",
+            "1min", "--restart-time", "10min")
+    r = run_cli(*args, "--cluster-mtbf", "3h", "--checkpoint-interval", "1y", code=1)
+    assert r.stdout == "" and r.stderr == (
+        "error: goodput is 2.72e-301, below 1e-12: on 1,024 GPUs failures arrive faster than the job can make progress "
+        "between them; got auto (checkpoint and restart faster, or use fewer GPUs)\n")
+    assert run_cli(*args, "--mtbf-per-gpu", "1s", code=1).stderr == (
+        "error: goodput is 0: on 1,024 GPUs failures arrive faster than the job can make progress between them; got "
+        "auto (checkpoint and restart faster, or use fewer GPUs)\n")
+
 @pytest.mark.parametrize("args", [("--deadline", "3w"), ("--deadline", "3w", "--peak", "989T"),
                                   ("--gpus", "64", "--gpu", "b200")])
 def test_a_plan_read_back_keeps_its_defaults_labelled(run_cli, tmp_path, args):
@@ -304,3 +319,22 @@ def test_a_flag_equal_to_the_plans_default_is_given(run_cli, tmp_path):
     out = json.loads(run_cli("train", "--config", str(plan), "--price", f"{first['price']}/h", "--json").stdout)
     assert out["price_basis"] == "given" and "list-price" not in [w["code"] for w in out["warnings"]]
     assert {a["name"]: a["basis"] for a in out["assumptions"]}["price"] == "given"
+
+
+@pytest.mark.parametrize("args,head", [
+    (("--vary", "model=llama-3.1-8b", "--params", "7B"),
+     ["Training: Llama 3.1 8B on 1T tokens, H100 SXM bf16, as model varies",
+      "  model         tokens/GPU-s  GPU-hours  marginal  loaded   $/M marginal  $/M loaded",
+      "  llama-3.1-8b  7393/s        37.57k     $93,929   $93,929  $0.09393/M    $0.09393/M"]),
+    (("--vary", "params=7B,70B", "--model", "llama-3.1-8b"),
+     ["Training: 7B params on 1T tokens, H100 SXM bf16, as params varies",
+      "  params  tokens/GPU-s  GPU-hours  marginal  loaded    $/M marginal  $/M loaded",
+      "  7B      8481/s        32.75k     $81,878   $81,878   $0.08188/M    $0.08188/M",
+      "  70B     848.1/s       327.5k     $818,782  $818,782  $0.8188/M     $0.8188/M"]),
+])
+def test_a_vary_of_models_titles_the_model_its_rows_run(run_cli, args, head):
+    """Fuzz repro: `train --vary model=llama-3.1-8b --params 7B` was titled "7B params" over a row of Llama 3.1 8B's
+    8.03B (7,393 tokens/GPU-s), and `--vary params=7B,70B --model llama-3.1-8b` "Llama 3.1 8B" over rows of bare
+    sizes: each row drops the other input, and the base plan now does too."""
+    out = run_cli("train", *args, "--tokens", "1T", "--price", "2.5").stdout.splitlines()
+    assert out[:len(head)] == head

@@ -212,3 +212,17 @@ def test_plan_train_and_train_agree_on_a_deadline():
     assert train["wall_s"] <= 6 * 86400 and plan["ranked"][0]["wall_s"] == pytest.approx(train["wall_s"], rel=1e-9)
     sure = plan_train(model="llama-3.1-8b", gpu="h100-sxm", tokens="1T", deadline="6d", goodput=1.0, top=1)
     assert sure["ranked"][0]["gpus"] <= n  # at 100% goodput no more GPUs are needed
+
+
+def test_a_missed_deadline_is_not_said_to_be_nothing_fitting():
+    """Fuzz repro: `plan train --model llama-3.1-8b --deadline 1s --tokens 1T` found 571,653 layouts that fit, said
+    the fastest takes 3.859 h on 65,536 GPUs, and then warned that no configuration fits (the leanest 1-GPU layout's
+    150.3 GB): a missed deadline is one warning, the one that names the fastest cluster."""
+    r = plan_train(model="llama-3.1-8b", gpu="h100-sxm", tokens="1T", deadline="1s", price="2.5/h", max_gpus="1024")
+    assert r["configs_feasible"] > 0 and r["ranked"] == [] and r["best"] is None
+    assert [w.code for w in r.warnings] == ["deadline-missed"]
+    assert r.warnings[0].message.startswith("no cluster up to 1,024 GPUs trains 1T tokens in 1 s: the fastest "
+                                            "searched takes ")
+    # nothing fitting at any size is still said so: 405B on one GPU
+    none = plan_train(model="llama-3.1-405b", gpu="h100-sxm", tokens="1T", deadline="1s", price="2.5/h", max_gpus="1")
+    assert [w.code for w in none.warnings] == ["nothing-fits"]

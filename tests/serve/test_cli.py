@@ -590,3 +590,26 @@ def test_a_waterfall_tp_step_keeps_the_replicas_given_gpus(run_cli):
     d = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--waterfall", "tp=4",
                            "--json").stdout)
     assert [row["gpus"] for row in d["waterfall"]] == [2, 4]  # only --tp given: the GPUs follow the TP degree
+
+
+def test_serve_under_load_does_not_ask_for_the_rate_it_was_given(run_cli):
+    """Fuzz repro: `serve --model llama-3.1-8b --gpu h100 --rate 2/s` noted "no queue (give --rate for latency under
+    load)" above the queue its --rate simulated; with no --rate the hint stays."""
+    args = ("serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--price", "2.5/h")
+    loaded = run_cli(*args, "--rate", "2/s", "--requests", "100").stdout
+    assert [x for x in loaded.splitlines() if x.startswith("note:")] == [
+        "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same "
+        "GPU time as the decoding; no queue (the load simulation's figures have the queue)",
+        "note: load: 100 requests simulated (Poisson arrivals, seed 0), the first tenth as warm-up; percentiles over "
+        "the rest"]
+    assert [x for x in run_cli(*args).stdout.splitlines() if x.startswith("note:")] == [
+        "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same "
+        "GPU time as the decoding; no queue (give --rate for latency under load)"]
+
+
+def test_the_bandwidth_bound_note_writes_both_batches_alike(run_cli):
+    """Fuzz repro: `serve --model llama-3.1-70b --gpu h100 --gpus 9` noted "memory holds at most 1286 sequences,
+    short of the 1,753 ...": one figure with a thousands separator, the other without."""
+    out = run_cli("serve", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "9", "--price", "2.5/h").stdout
+    assert ("note: memory holds at most 1,286 sequences, short of the 1,753 that would make the weights' GEMMs "
+            "compute-bound: decode on this replica is always bandwidth-bound\n") in out

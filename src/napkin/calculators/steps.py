@@ -7,6 +7,7 @@ formula text wherever they appear (memory, serve, journey, plan serve).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from napkin.derivation import Report
@@ -76,6 +77,15 @@ def kv_copies(m: ModelSpec, tp: Any) -> Any:
     return sv.kv_replication(tp, n_kv_heads=m.n_kv_heads, latent=m.attention == "mla")
 
 
+def kv_copies_why(m: ModelSpec, tp: float, repl: float) -> str:
+    """Why a tensor-parallel group of ``tp`` GPUs holds a GQA cache ``repl`` times: more GPUs than KV heads (a
+    head kept on several), or fewer that do not divide them (each GPU sized for the most heads one keeps)."""
+    if tp > m.n_kv_heads:
+        return f"TP {tp:g} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on {repl:g} GPUs"
+    return (f"TP {tp:g} does not divide the {m.n_kv_heads:g} KV heads: each GPU is sized for the "
+            f"{math.ceil(m.n_kv_heads / tp):g} heads the fullest one keeps, {repl:g} times the cache over the group")
+
+
 def kv_replication_step(r: Report, m: ModelSpec, tp: float, kv_total: float) -> tuple[float, float]:
     """(replication, KV shards) of a model's cache over ``tp`` GPUs, recorded (with a warning) when the cache is
     held more than once: MLA's one latent per token is read by every head, so each GPU of the group keeps all
@@ -93,6 +103,6 @@ def kv_replication_step(r: Report, m: ModelSpec, tp: float, kv_total: float) -> 
             r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {tp:g} keeps a full copy "
                                     f"on every GPU ({_fmt(extra, 'bytes')} more than one copy)")
         else:
-            r.warn("kv-replicated", f"TP {tp:g} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on "
-                                    f"{repl:g} GPUs, costing {_fmt(extra, 'bytes')} of KV memory beyond one copy")
+            r.warn("kv-replicated", f"{kv_copies_why(m, tp, float(repl))}, costing {_fmt(extra, 'bytes')} of KV "
+                                    "memory beyond one copy")
     return float(repl), float(shards)

@@ -127,6 +127,8 @@ def run_plan_train(req: PlanTrainRequest) -> Report:
         r.set("best_mfu", ranked[0]["mfu"], "fraction")
         r.set("best_tokens_per_s", ranked[0]["tokens_per_s"], "per_s")
         explain_best(r, S, keys[0], m)
+    elif req.deadline is not None and res["feasible"]:
+        r.set("best", None)  # layouts fit, none fast enough: the deadline-missed warning says so
     else:
         _nothing_fits(r, S, res, g)
     _footer(r, req)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from napkin.calculators import replica as rep
 from napkin.calculators import resolve
-from napkin.calculators.steps import kv_copies
+from napkin.calculators.steps import kv_copies, kv_copies_why
 from napkin.derivation import Report
 from napkin.formulas import operators as op
 from napkin.formulas import scheduling as sch
@@ -103,6 +103,6 @@ def cache_copies(r: Report, t: Trip) -> float:
         r.warn("kv-replicated", f"MLA caches one latent per token that all heads read: TP {t.n_gpus} keeps a full "
                                 "copy on every GPU, so the free memory holds the cache once per GPU")
     elif repl > 1:
-        r.warn("kv-replicated", f"TP {t.n_gpus} exceeds the {m.n_kv_heads:g} KV heads: each head is kept on "
-                                f"{repl:g} GPUs, so the free memory holds that many copies of the cache")
+        r.warn("kv-replicated", f"{kv_copies_why(m, t.n_gpus, repl)}, so the free memory holds that many copies "
+                                "of the cache")
     return repl

@@ -106,5 +106,5 @@ def compute_bound(r: Report, s: Setup, c: Context, *, max_batch: int) -> None:
            unit="count", effective_ridge=(s.peak * s.eff.gemm / (s.bw * s.eff.bandwidth), "number"),
            cites=sv.compute_bound_batch)
     if cbb > max_batch and max_batch > 0:
-        r.note(f"memory holds at most {max_batch} sequences, short of the {cbb:,.0f} that would make the weights' "
-               "GEMMs compute-bound: decode on this replica is always bandwidth-bound")
+        r.note(f"memory holds at most {max_batch:,.0f} sequences, short of the {cbb:,.0f} that would make the "
+               "weights' GEMMs compute-bound: decode on this replica is always bandwidth-bound")

@@ -81,9 +81,10 @@ def run_serve(req: ServeRequest) -> Report:
                      decode_sequences=(sched.decode_seqs, "count"))
     r.step("requests_per_s", "tokens_per_s / output", value=tps / req.output, unit="per_s")
     if req.scheduling != "static":
+        loaded = req.rate is not None or req.trace is not None
         r.note(f"{req.scheduling} batching, steady state at {req.batch:,} sequence{'s' * (req.batch != 1)} in flight: "
-               "every request's "
-               "prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)")
+               "every request's prefill is paid in the same GPU time as the decoding; no queue " +
+               ("(the load simulation's figures have the queue)" if loaded else "(give --rate for latency under load)"))
     r.set("dense_flops_per_s", s.peak, "flops_per_s")
     r.set("memory_bytes_per_s", s.bw, "bytes_per_s")
     if req.rate is not None or req.trace is not None:

@@ -17,7 +17,10 @@ from napkin.calculators.resolve import assume_default
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import reliability as rel, training as T
+from napkin.limits import BY_KIND
 from napkin.units import format as fmt
+
+FRACTION = BY_KIND["fraction"]  # the range of a goodput napkin takes as given
 
 
 def resolve_goodput(r: Report, req: Any, goodput_in: float | str | None, *, d: float, peak: float, mfu: float,
@@ -32,9 +35,12 @@ def resolve_goodput(r: Report, req: Any, goodput_in: float | str | None, *, d: f
         else:  # the cluster and its failure rate depend on each other
             n_gpus = float(_auto_cluster_for_deadline(req, d, tps_at_1))
         goodput = auto_goodput(r, req, n_gpus)
-        if goodput <= 0:  # only where e^((τ+δ)/M) passes a float: no measurable progress
-            raise InputError("goodput", "auto", f"is 0: on {int(n_gpus):,} GPUs failures arrive faster than the "
-                             "job can make progress between them", "checkpoint and restart faster, or use fewer GPUs")
+        if goodput < FRACTION.low:  # no measurable progress: below the least goodput napkin takes as given, the
+            # time and cost overflow (τ a year against a 3-h MTBF: 2.7e-301, and GPU-hours of inf)
+            shown = "0" if goodput <= 0 else f"{goodput:.3g}, below {FRACTION.low_text}"
+            raise InputError("goodput", "auto", f"is {shown}: on {int(n_gpus):,} GPUs failures arrive faster than "
+                             "the job can make progress between them", "checkpoint and restart faster, or use fewer "
+                             "GPUs")
         if req.gpus is not None:
             _warn_past_peak(r, req, d, tps_at_1)
         r.assume("goodput", goodput, "from failure rates (Daly 2006, as `napkin goodput`)", unit="fraction",

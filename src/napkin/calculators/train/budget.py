@@ -26,11 +26,12 @@ from napkin.units import format as fmt
 
 def run_budget(req: TrainRequest) -> TrainReport:
     """A FLOP budget with no model: its GPU-hours, cluster, wall time, cost, energy and thresholds."""
-    for name in ("tokens", "unique_tokens", "epochs", "seq_len", "mfu_convention", "data_usd"):
-        if getattr(req, name) is not None:
-            raise InputError(name, getattr(req, name), "needs a model, and --flops without --params or --model "
-                             "is a budget of FLOPs alone", "give --params N (the budget is then read as tokens), "
-                             f"or drop --{name.replace('_', '-')}")
+    for name, unit in (("tokens", "count"), ("unique_tokens", "count"), ("epochs", "number"), ("seq_len", "count"),
+                       ("mfu_convention", None), ("data_usd", "usd")):
+        if (value := getattr(req, name)) is not None:
+            raise InputError(name, fmt(value, unit) if unit else value, "needs a model, and --flops without --params "
+                             "or --model is a budget of FLOPs alone", "give --params N (the budget is then read as "
+                             f"tokens), or drop --{name.replace('_', '-')}")
     if req.sensitivity:
         raise InputError("sensitivity", "yes", "moves loaded $/M tokens, and a budget of FLOPs alone has no tokens",
                          "give --params N with --flops (the budget is then read as tokens)")

@@ -94,18 +94,18 @@ def vary_value(name: str, text: str) -> Any:
 
 
 def base_request(req: Any) -> Any:
-    """With --goodput auto the base run needs the cluster size; a vary of gpus or deadline gives it. With no
-    --model (nor --params) a vary of models gives the base run its first.
+    """With --goodput auto the base run needs the cluster size; a vary of gpus or deadline gives it. A vary of
+    models (or of sizes) gives the base run its first, in place of a --params (or --model) that the rows drop.
 
     The base run (title, warnings, assumptions) then takes the varied value most likely to be
     feasible: the fewest GPUs, or the longest deadline. Other requests are returned unchanged.
     """
-    if req.vary and req.model is None and req.params is None:  # --vary model=a,b (or params=) alone: the first
+    if req.vary:  # --vary model=a,b (or params=): the base is the first row's model, as every row drops the other
         axes = dict(parse_vary(specs_of(req.vary)))
-        for name in ("model", "params"):
+        for name, alt in (("model", "params"), ("params", "model")):
             if name in axes:
-                req = msgspec.structs.replace(req, **{name: vary_value(name, axes[name][0])})
-                break
+                pin = {name: vary_value(name, axes[name][0])} | ({} if alt in axes else {alt: None})
+                req = msgspec.structs.replace(req, **pin)
     if not req.vary or str(req.goodput or "").strip().lower() != "auto":
         return req
     if req.gpus is not None or req.deadline is not None:
