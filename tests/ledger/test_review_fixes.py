@@ -254,3 +254,26 @@ def test_a_change_that_rounds_to_zero_reads_plus_zero():
     from napkin.ledger.report import _signed
 
     assert (_signed(0.9999999 - 1), _signed(0.25), _signed(-0.05)) == ("+0.0%", "+25.0%", "-5.0%")
+
+
+def test_a_tokens_seen_count_that_falls_is_read_as_a_restart_and_said(tmp_path):
+    """Review (fuzz): a cumulative count 0..40k, then 5k at step 50, then 60k..100k gave 145,000 advanced tokens
+    with no word. It is read as a counter that started over: steps 40..50 at the rate before (1,000/step: 10,000),
+    steps 50..60 as the rise from 5,000 to 60,000 (55,000), the rest at 1,000/step: 40,000 + 10,000 + 55,000 +
+    40,000 = 145,000, and a warning names the line and the values."""
+    counts = {s: (5000 if s == 50 else 1000 * s) for s in range(0, 101, 10)}
+    path = tmp_path / "c.csv"
+    path.write_text("step,t_wall,gpus_allocated,tokens\n"
+                    + "".join(f"{s},{1714521600 + 10 * s},8,{k}\n" for s, k in counts.items()))
+    r = calculate("ledger", {"logs": [str(path)], "price": "2/h", "tokens_cumulative": True})
+    assert r["advanced_tokens"] == 145_000
+    falls = [w for w in r.warnings if w.code == "tokens-count-falls"]
+    assert [w.message for w in falls] == [
+        "the tokens-seen count falls 1 time(s) while the step goes on, first at line 7 (40,000 to 5,000): read as "
+        "a counter that started over (a restart): that record's steps are counted at the rate before it and the "
+        "rise after it as new tokens; if the value is a glitch, fix or drop that line"]
+    steady = tmp_path / "s.csv"
+    steady.write_text("step,t_wall,gpus_allocated,tokens\n"
+                      + "".join(f"{s},{1714521600 + 10 * s},8,{1000 * s}\n" for s in range(0, 101, 10)))
+    r = calculate("ledger", {"logs": [str(steady)], "price": "2/h", "tokens_cumulative": True})
+    assert r["advanced_tokens"] == 100_000 and not [w for w in r.warnings if w.code == "tokens-count-falls"]

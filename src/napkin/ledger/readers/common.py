@@ -42,6 +42,8 @@ class Pieces:
         self.overridden: dict[str, list[float]] = {}  # field -> [min, max] of the log's column an option replaced
         self.cum_last: tuple[float, float] | None = None  # (step, tokens seen) at the end of the piece before
         self.cum_fill: float | None = None  # the last tokens-per-step figure (carried over a gap)
+        self.cum_falls = 0  # times the tokens-seen count fell while the step went on
+        self.cum_first_fall: tuple[int, float, float] | None = None  # (line, count before, count after)
 
 
 COMMA_FRACTION_RX = r"(\d\d:\d\d:\d\d),(\d+)"
@@ -180,6 +182,13 @@ def done(out: LogRead, opts: ReadOptions, pieces: Pieces) -> LogRead:
         if span is not None and opt is not None and not span[0] == span[1] == float(opt):
             out.warnings.append((f"{name.split('_')[0]}-overridden", f"{flag} {opt:g} replaces the log's {name} "
                                  f"column (which has {span[0]:g}..{span[1]:g})"))
+    if pieces.cum_first_fall is not None:
+        line, was, now = pieces.cum_first_fall
+        out.warnings.append(("tokens-count-falls", f"the tokens-seen count falls {pieces.cum_falls} time(s) while "
+                             f"the step goes on, first at {out.location} {line} ({was:,.0f} to {now:,.0f}): read "
+                             "as a counter that started over (a restart): that record's steps are counted at the "
+                             "rate before it and the rise after it as new tokens; if the value is a glitch, fix or "
+                             "drop that line"))
     if out.frames is None:
         from napkin.ledger.readers.lines import FrameStore
 
@@ -280,6 +289,13 @@ def tokens_per_step_from_cumulative(df: Any, out: LogRead, pieces: Pieces | None
                             schema=pairs.schema)
         pairs = pl.concat([head, pairs])
     d_tokens, d_step = pl.col("tokens").diff(), pl.col("step").diff()
+    fell = pairs.select("line", pl.col("tokens").shift(1).alias("_from"), "tokens",
+                        ((d_tokens < 0) & (d_step > 0)).alias("_fell")).filter(pl.col("_fell"))
+    if fell.height:
+        pieces.cum_falls += fell.height
+        if pieces.cum_first_fall is None:
+            line, was, now = fell.row(0)[:3]
+            pieces.cum_first_fall = (int(line), float(was), float(now))
     per = pairs.select("line", pl.when((d_step != 0) & (d_tokens / d_step > 0)).then(d_tokens / d_step)
                        .otherwise(None).alias("_per"))
     if pairs.height:
