@@ -37,12 +37,12 @@ def test_numbers_and_mappings_from_json_or_toml():
 
 @pytest.mark.parametrize("raw,message", [
     ({"tokens": "2T", "mfu": "40"}, "mfu must be in (0, 1]; got 40 (did you mean 0.40?)"),
-    ({"tokens": "2T", "mfu": 0}, "mfu must be in (0, 1]; got 0"),
+    ({"tokens": "2T", "mfu": 0}, "mfu must be in (0, 1]; got 0 (give a positive number)"),
     ({"tokens": "0"}, "tokens must be > 0; got 0 (give a positive number)"),
     ({}, "tokens is required; got nothing (give --tokens)"),
     ({"tokens": "2T", "overhead": "experiments"}, "overhead must be NAME=VALUE; got experiments (e.g. experiments=0.6)"),
     ({"tokens": "2T", "overhead": "=1"}, "overhead has an empty name; got =1 (write NAME=VALUE)"),
-    ({"tokens": "2T", "overhead": "eval=-1"}, "overhead[eval] must be >= 0; got -1"),
+    ({"tokens": "2T", "overhead": "eval=-1"}, "overhead[eval] must be >= 0; got -1 (give 0 or more)"),
     ({"tokens": "2T", "kind": "half"}, "kind must be one of 6N, causal, full; got half"),
     ({"tokens": "2T", "mfuu": "0.4"}, "mfuu is not a field of this calculator; got 0.4 (did you mean mfu?)"),
     ({"tokens": "2T", "quick": "maybe"}, "quick must be true or false; got maybe"),
@@ -88,11 +88,11 @@ class Fractions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ({"usable": "40"}, "usable must be in (0, 1]; got 40 (did you mean 0.40?)"),
     ({"usable": 80}, "usable must be in (0, 1]; got 80 (did you mean 0.80?)"),
     # 150% already is a percentage: no 0.01 (nor 0.015) hint
-    ({"usable": "150%"}, "usable must be in (0, 1]; got 150%"),
-    ({"usable": "101"}, "usable must be in (0, 1]; got 101"),
+    ({"usable": "150%"}, "usable must be in (0, 1]; got 150% (give at most 100%)"),
+    ({"usable": "101"}, "usable must be in (0, 1]; got 101 (give at most 100%)"),
     ({"usable": "1"}, None),
     # no hint that breaks the bounds too
-    ({"cap": "40"}, "cap must be in (0, 0.3]; got 40"),
+    ({"cap": "40"}, "cap must be in (0, 0.3]; got 40 (give at most 30%)"),
     ({"cap": "25"}, "cap must be in (0, 0.3]; got 25 (did you mean 0.25?)"),
 ])
 def test_percent_hint_only_when_it_helps(raw, message):

@@ -29,7 +29,7 @@ ONLY_THOUSANDS = "commas may only separate thousands, as in 1,500"
     (("train", "--flops", "1e24", "--params", "7B", "--tokens", "2T"),  # was "flops: and --tokens ..."
      "error: flops cannot be given with --tokens: both fix the run's size; got 1e24 FLOP (give two of --flops, "
      "--params and --tokens)"),
-    (("memory", "--params", "7B", "--usable", "150%"), "error: usable must be in (0, 1]; got 150%"),
+    (("memory", "--params", "7B", "--usable", "150%"), "error: usable must be in (0, 1]; got 150% (give at most 100%)"),
     (("memory", "--params", "7B", "--usable", "12.5"), "error: usable must be in (0, 1]; got 12.5 (did you mean 0.125?)"),
     (("memory", "--params", "7B", "--usable", "80"), "error: usable must be in (0, 1]; got 80 (did you mean 0.80?)"),
     (("train", "--params", "7B", "--tokens", "2T", "--gpu", "h100", "--mfu", "1.5"),

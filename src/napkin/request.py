@@ -148,7 +148,8 @@ def _bounds_text(meta: dict) -> str | None:
 
 
 def _g(x: float) -> str:
-    return f"{x:g}"
+    """A bound as written in a message: whole numbers in full (1000000, not 1e+06), others as %g."""
+    return f"{int(x)}" if x == int(x) and abs(x) < 1e15 else f"{x:g}"
 
 
 def _within(value: float, meta: dict) -> bool:
@@ -169,17 +170,27 @@ def _percent_hint(value: float, meta: dict, raw: Any) -> str | None:
     return f"{value / 100:.2f}" if value == int(value) else f"{value / 100:g}"
 
 
+def _bounds_fix(value: float, meta: dict, kind: str) -> str | None:
+    """What to give instead of a value out of the field's bounds."""
+    low = ("gt", meta["gt"]) if "gt" in meta else ("ge", meta["ge"]) if "ge" in meta else None
+    if low is not None and not _within(value, {low[0]: low[1]}):
+        if low == ("ge", 0):
+            return "give 0 or more"
+        if low == ("gt", 0):
+            return "give a positive size" if kind in ("bytes", "seconds", "flops") else "give a positive number"
+        return f"give a number {'above' if low[0] == 'gt' else 'of at least'} {_g(low[1])}"
+    high = ("lt", meta["lt"]) if "lt" in meta else ("le", meta["le"]) if "le" in meta else None
+    if high is not None:
+        bound = f"{high[1]:.0%}" if kind == "fraction" and high[1] * 100 == int(high[1] * 100) else _g(high[1])
+        return f"give {'less than' if high[0] == 'lt' else 'at most'} {bound}"
+    return None
+
+
 def check_bounds(name: str, value: float, meta: dict, kind: str, raw: Any = None) -> None:
     if _within(value, meta):
         return
-    fix = None
     hint = _percent_hint(value, meta, raw) if kind == "fraction" else None
-    if hint:
-        fix = f"did you mean {hint}?"
-    elif kind in ("count", "int") and value <= 0:
-        fix = "give a positive number"
-    elif kind in ("bytes", "seconds", "flops") and value <= 0:
-        fix = "give a positive size"
+    fix = f"did you mean {hint}?" if hint else _bounds_fix(value, meta, kind)
     shown = raw if isinstance(raw, str) else value
     raise InputError(name, shown, _bounds_text(meta) or "is out of range", fix)
 

@@ -192,7 +192,7 @@ def test_compare_issue_example_json_and_chart(run_cli, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (("--mfu", "40"), "error: mfu must be in (0, 1]; got 40 (did you mean 0.40?)\n"),
-    (("--goodput", "0"), "error: goodput must be in (0, 1]; got 0\n"),
+    (("--goodput", "0"), "error: goodput must be in (0, 1]; got 0 (give a positive number)\n"),
     (("--goodput", "90"), "error: goodput must be in (0, 1]; got 90 (did you mean 0.90?)\n"),
     (("--goodput", "most"), "error: goodput must be a fraction or auto; got most (e.g. 0.9, 90% or auto)\n"),
     (("--gpu", "a100-sxm-80gb", "--precision", "fp8"),

@@ -161,7 +161,7 @@ def test_an_agent_task_is_bounded_and_a_long_one_prints_its_ends(run_cli):
 
     with pytest.raises(InputError) as exc:
         calculate("bill", {"model": "claude-sonnet-4", "input": "1000", "output": "300", "calls": "1e30"})
-    assert str(exc.value) == f"calls must be in (0, {MAX_CALLS}]; got 1e30"
+    assert str(exc.value) == f"calls must be in (0, {MAX_CALLS}]; got 1e30 (give at most {MAX_CALLS})"
     args = ("bill", "claude-sonnet-4", "--input", "1000", "--output", "300", "--calls", "100",
             "--history-growth", "500")
     out = run_cli(*args).stdout.splitlines()

@@ -481,7 +481,7 @@ def test_memory_chart_by_name(run_cli, tmp_path):
     (["bill", "claude-sonnet-4", "--self-hosted", "--gpu", "h100"],
      "error: serve_model is required: Claude Sonnet 4 has no open weights to self-host; got nothing (give "
      "--serve-model with an open model, e.g. llama-3.1-70b)\n"),
-    (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "0/s"], "error: rate must be > 0; got 0/s\n"),
+    (["plan", "serve", "--model", "llama-3.1-70b", "--rate", "0/s"], "error: rate must be > 0; got 0/s (give a positive number)\n"),
 ])
 def test_bad_input_is_one_line(run_cli, args, message):
     result = run_cli(*args, code=1)
