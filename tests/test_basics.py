@@ -66,6 +66,19 @@ def test_memory_caps_kv_at_the_window():
     assert not any("sliding window" in n for n in short.notes)
 
 
+
+def test_memory_names_llama4_chunked_attention():
+    """Llama 4 Scout's config.json (attention_chunk_size 8192; no_rope_layers: every fourth layer global) chunks 36
+    of its 48 layers: at 32Ki they hold at most 8,192 tokens each, so 12 · 32,768 + 36 · 8,192 = 688,128 layer-tokens
+    = 14,336 tokens of all 48 layers (2 · 48 · 8 · 128 · 2 = 196,608 B a token). The note says chunked, not
+    'sliding window' (review: it said Llama 4 caches 'only the last 8,192 tokens')."""
+    r = napkin.memory(model="llama-4-scout", context=32768)
+    assert r["kv_tokens_held"] == (12 * 32768 + 36 * 8192) / 48 == 14336
+    assert r["kv_total_bytes"] == 14336 * 196_608
+    assert any(n.startswith("chunked attention: 36 of the 48 layers of Llama 4 Scout (17B-16E) attend within fixed "
+                            "8,192-token chunks and hold at most 8,192 tokens") for n in r.notes)
+    assert not any("sliding window" in n for n in r.notes)
+
 def test_memory_gemma2_half_the_layers():
     r = napkin.memory(model="gemma-2-9b", context=8192, sequences=4)
     assert r["kv_total_bytes"] == 4 * 6144 * 344064

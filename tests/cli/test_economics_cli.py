@@ -62,7 +62,6 @@ def test_check_cost_and_span_exact(run_cli):
         '  omitted                   [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
         'assumed: gpu = h100-sxm; precision = bf16; mfu = 40%; goodput = 100%\n'
         "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H100 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
-        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU (--precision fp8)\n'
     )
 
 
@@ -110,7 +109,6 @@ def test_check_deepseek_exact(run_cli):
         '  omitted              [failed and abandoned runs, ablations, data pipeline, post-training, salaries]\n'
         'assumed: precision = bf16; mfu = 40%; goodput = 100%\n'
         "note: precision bf16 assumed: a run that computed in fp8 (DeepSeek-V3 did) has the H800 SXM's fp8 peak, 1.979 PFLOP/s against 989.5 TFLOP/s, and needs half the MFU; `--precision fp8` reads the claim at it\n"
-        'note: MFU against the bf16 peak; a run that computed in fp8 has twice the peak and half this MFU (--precision fp8)\n'
     )
 
 

@@ -122,3 +122,30 @@ def test_context_longer_than_the_window_is_warned():
     (w,) = [w for w in r.warnings if w.code == "context-too-long"]
     assert w.message.startswith("1,000 prompt + 300 output tokens exceed GPT-2")
     assert not [w for w in calculate("journey").warnings if w.code == "context-too-long"]
+
+
+def test_system_tokens_note_describes_this_prompt():
+    """The system-tokens line describes the prompt at hand (review: --system-tokens 500 printed '988 tokens around a
+    12-token question: a 1,000-token prompt'). The question is 9 o200k tokens (its question_tokens step)."""
+    d = calculate("journey", model="llama-3.1-8b", system_tokens=500,
+                  prompt="Explain how a transformer decodes one token.").to_dict()
+    a = {x["name"]: x for x in d["assumptions"]}["system_tokens"]
+    assert (a["value"], a["basis"]) == (500, "given")
+    q = d["question_tokens"]
+    assert a["note"].endswith(f"(500 tokens around this {q}-token question: a {500 + q}-token prompt)")
+    assert d["prompt_tokens"] == 500 + q
+
+
+def test_max_sequences_differs_from_serve_and_says_why():
+    """journey counts sequences against the datasheet capacity (NVIDIA H100 datasheet: 80 GB a GPU), serve against
+    90% of what the runtime reports (85,061,827,297 bytes, the catalog's reading from vLLM); the journey says so.
+    By hand: Llama 3.1 8B in fp8 is 8,030,261,248 bytes; a 1,000 + 200-token sequence holds
+    2 · 32 layers · 8 KV heads · 128 · 2 bytes = 131,072 bytes a token (config.json); TP 8 splits both by 8."""
+    kv_seq = 131072 * 1200
+    j = calculate("journey", model="llama-3.1-8b", gpus=8, output_tokens=200)  # default prompt: 1,000 tokens
+    assert j["prompt_tokens"] == 1000
+    assert j["max_sequences_in_memory"] == math.floor((8 * 80e9 - 8_030_261_248) / kv_seq) == 4017
+    s = calculate("serve", model="llama-3.1-8b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=200, batch=64)
+    assert s["max_batch"] == math.floor((85_061_827_297 * 0.9 - 8_030_261_248 / 8) / (kv_seq / 8)) == 3842
+    step = next(x for x in j.to_dict()["derivation"] if x["name"] == "max_sequences_in_memory")
+    assert "datasheet capacity" in step["note"] and "`napkin serve` budgets 90%" in step["note"]

@@ -226,3 +226,25 @@ def test_a_missed_deadline_is_not_said_to_be_nothing_fitting():
     # nothing fitting at any size is still said so: 405B on one GPU
     none = plan_train(model="llama-3.1-405b", gpu="h100-sxm", tokens="1T", deadline="1s", price="2.5/h", max_gpus="1")
     assert [w.code for w in none.warnings] == ["nothing-fits"]
+
+
+def test_cli_table_shows_the_run_a_deadline_asks_for(run_cli_module):
+    """With --tokens the table carries each row's wall time, GPU-hours and cost, and with --deadline its heading
+    says the order (fewest GPUs first), not 'fastest' (review: a 13B / 2T / 30-day plan printed neither, though
+    --tokens says it gives them). The figures, by hand: wall = D / (tokens/s · goodput), GPU-h = wall · GPUs,
+    cost = GPU-h · $/h, at napkin train's assumed 90% goodput."""
+    out = run_cli_module("plan", "train", "--model", "llama-2-13b", "--gpu", "h100-sxm", "--tokens", "2T",
+                         "--deadline", "30d", "--price", "2.50/h", "--top", "1").stdout
+    table = out.split("fewest GPUs that meet the deadline (each size's fastest layout):\n")[1].splitlines()
+    assert table[0].split() == ["gpus", "tp", "pp", "cp", "ep", "dp", "zero", "recompute", "mb", "v", "sp",
+                                "mem/GPU", "step", "MFU", "tok/s", "wall", "GPU-h", "cost", "bound", "alike"]
+    row = plan_train(model="llama-2-13b", gpu="h100-sxm", tokens="2T", deadline="30d", price="2.50/h",
+                     top=1)["ranked"][0]
+    wall = 2e12 / (row["tokens_per_s"] * 0.9)
+    assert wall <= 30 * 86400
+    from napkin import units
+    hand = [units.format(wall, "seconds"), units.format(wall * row["gpus"] / 3600, "count"),
+            units.format(wall * row["gpus"] / 3600 * 2.5, "usd")]
+    assert hand == ["20.81 d", "95.91k", "$239,776"]
+    assert "  ".join(hand) in table[1]
+    assert "fastest configurations" not in out

@@ -123,3 +123,17 @@ def test_cite_shows_formulas_and_sources_on_commands_that_print_their_own_tables
         assert f"formula {formula};" in cited.stdout
     if argv[0] != "bill":
         assert "      source: " in cited.stdout  # a default assumption's source, under its line
+
+
+@pytest.mark.parametrize("gpu,bandwidth,source", [
+    ("h100", 3.35e12, "NVIDIA H100 Tensor Core GPU datasheet"),  # H100 SXM: 3.35 TB/s
+    ("mi300x", 5.3e12, "AMD Instinct MI300X"),  # MI300X: 5.3 TB/s
+])
+def test_the_bandwidth_assumption_names_its_datasheet(gpu, bandwidth, source):
+    """The decode floor's bandwidth cites the datasheet as the peak beside it does (review: it read 'H100 SXM HBM
+    bandwidth (catalog)', naming no source)."""
+    from napkin import calculate
+
+    a = {x["name"]: x for x in calculate("serve", model="llama-3.1-8b", gpu=gpu, batch=8).to_dict()["assumptions"]}
+    assert a["memory_bytes_per_s"]["value"] == bandwidth
+    assert source in a["memory_bytes_per_s"]["note"] and "(catalog)" not in a["memory_bytes_per_s"]["note"]

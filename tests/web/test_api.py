@@ -656,3 +656,16 @@ def test_the_page_cannot_start_a_refit(client):
     assert r.status_code == 422
     assert r.json()["field"] == "fit" and r.json()["problem"] == "is not available on the web page"
     assert "fit" not in [f["name"] for f in client.get("/api/validate").json()["fields"]]
+
+
+def test_plan_train_table_formats_the_breakdowns_in_their_units(client):
+    """A row's memory breakdown and step parts read as the CLI's --explain prints them (bytes as GB, seconds as s),
+    not as raw base-unit floats (review: the page showed 'activations: 1.38e10' and 'compute: 3.5')."""
+    raw = {"model": "llama-2-13b", "gpu": "h100", "tokens": "2T", "deadline": "30d", "price": "2.50/h", "top": 1}
+    table = post(client, "plan-train", raw, "/view").json()["tables"]["ranked"]
+    row = dict(zip(table["columns"], table["rows"][0]))
+    best = calculators.get("plan-train")(raw)["ranked"][0]
+    assert row["memory_bytes_per_gpu"].splitlines() == [
+        f"{k}: {units.format(v, 'bytes')}" for k, v in best["memory_bytes_per_gpu"].items()]
+    assert row["step_parts_s"].splitlines()[0] == f"compute: {units.format(best['step_parts_s']['compute'], 'seconds')}"
+    assert row["memory_bytes_per_gpu"].splitlines()[-1] == "total: 19.56 GB"  # as the CLI's mem/GPU column

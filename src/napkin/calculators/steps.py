@@ -58,16 +58,20 @@ def kv_held(r: Report, m: ModelSpec, context: float, expr: str) -> tuple[float, 
 
 
 def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
-    """The derivation note when a sliding window caps a sequence's cache (once per report)."""
+    """The derivation note when a sliding window (or Llama 4's chunked attention) caps a sequence's cache (once per
+    report)."""
     if not m.window_caps(context):
         return
     held = float(m.kv_held_tokens(context))
     which = "all" if m.n_sliding_layers == m.n_layers else f"{m.n_sliding_layers} of the {m.n_layers}"
-    text = (f"sliding window: {which} layers of {m.name} cache only the last {m.sliding_window:,} tokens, so one "
-            f"sequence of {context:,.0f} tokens holds {held:,.0f} tokens' worth of KV, {held / context:.0%} of "
-            f"kv_bytes_per_token × {context:,.0f}; held(c) = c − (L_w / L) · max(c − W, 0) with "
+    head = (f"sliding window: {which} layers of {m.name} cache only the last {m.sliding_window:,} tokens"
+            if m.window_kind == "sliding" else  # Llama 4: fixed chunks, at most W tokens held, counted at W
+            f"chunked attention: {which} layers of {m.name} attend within fixed {m.sliding_window:,}-token chunks "
+            f"and hold at most {m.sliding_window:,} tokens (counted at that bound)")
+    text = (f"{head}, so one sequence of {context:,.0f} tokens holds {held:,.0f} tokens' worth of KV, "
+            f"{held / context:.0%} of kv_bytes_per_token × {context:,.0f}; held(c) = c − (L_w / L) · max(c − W, 0) with "
             f"L_w = {m.n_sliding_layers}, L = {m.n_layers}, W = {m.sliding_window:,}")
-    if not any(n.startswith(f"sliding window: {which} layers of {m.name}") for n in r.notes):
+    if not any(n.startswith(head) for n in r.notes):
         r.note(text)
 
 

@@ -227,6 +227,7 @@ TRAIN_COLUMNS: list[Column] = [
     ("micro_batch", "mb", "count"), ("interleave", "v", "count"), ("sequence_parallel", "sp", None),
     ("memory", "mem/GPU", "bytes"), ("step_s", "step", "seconds"), ("mfu", "MFU", "fraction"),
     ("tokens_per_s", "tok/s", "per_s"), ("bound", "bound", None), ("alike", "alike", "count")]
+RUN_COLUMNS: list[Column] = [("wall_s", "wall", "seconds"), ("gpu_hours", "GPU-h", "count"), ("usd", "cost", "usd")]
 
 
 def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
@@ -236,11 +237,24 @@ def _plan_train_after(report: Any, req: Any, params: dict) -> bool | None:
     if params["as_json"]:
         return None  # the command prints the report itself (with --cite's citations)
     report.results.pop("best", None)  # the table's first row; --json keeps it
-    for x in report.get("ranked") or []:  # the table's memory column; --json keeps the breakdown
+    rows = report.get("ranked") or []
+    for x in rows:  # the table's memory column; --json keeps the breakdown
         x["memory"] = x["memory_bytes_per_gpu"]["total"]
+    cols = TRAIN_COLUMNS[:-2] + (RUN_COLUMNS if any(x.get("wall_s") is not None for x in rows) else []) + \
+        TRAIN_COLUMNS[-2:]  # what --tokens gives: the run's wall time, GPU-hours and cost
     print_with_tables(report, as_json=False, explain=params["explain"],
-                      tables=[("ranked", "fastest configurations that fit:", TRAIN_COLUMNS)])
+                      tables=[("ranked", _plan_train_title(req), cols)])
     return False
+
+
+def _plan_train_title(req: Any) -> str:
+    """The table's heading names the order plan train ranks in (plan/train.py: by fewest GPUs with --deadline,
+    by cost with --price across several cluster sizes, by tokens/s otherwise)."""
+    if req.deadline is not None:
+        return "fewest GPUs that meet the deadline (each size's fastest layout):"
+    if req.price is not None and len(set(req.gpus)) > 1:
+        return "cheapest configurations that fit:"
+    return "fastest configurations that fit:"
 
 
 plan = _PlanGroup("plan", help="Planners: search configurations under objectives.",

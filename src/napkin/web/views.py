@@ -143,8 +143,9 @@ def _cell(key: str, value: Any, kind: str | None = None) -> str:
     """One table cell; ``kind`` is the unit the record states for it (a rung's ``units``), else the key's."""
     if value is None:
         return ""
-    if isinstance(value, dict):  # one line per entry: the page keeps the breaks
-        return "\n".join(f"{k}: {_cell(k, v)}" for k, v in value.items())
+    if isinstance(value, dict):  # one line per entry: the page keeps the breaks; entries take the key's unit
+        inner = kind or cell_kind(key)  # (memory_bytes_per_gpu's weights are bytes, step_parts_s's compute seconds)
+        return "\n".join(f"{k}: {_cell(k, v, inner)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         if all(isinstance(v, str) for v in value) and sum(map(len, value)) > 60:
             return "\n".join(value)  # notes: one per line

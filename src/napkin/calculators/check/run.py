@@ -204,7 +204,7 @@ def _hours_claim(r: Report, req: CheckRequest, g: Accelerator, *, c: float, peak
     if price is not None:
         implied_usd = r.step("implied_usd", f"{source} · price", value=T.marginal_usd(hours, usd_per_gpu_hour=price),
                              unit="usd", price=(price, "usd_per_hour"), cites=T.marginal_usd)
-    if req.precision in ("bf16", "fp16") and g.supports("fp8"):
+    if req.precision in ("bf16", "fp16") and g.supports("fp8") and basis_of(req, "precision") == "given":
         r.note(f"MFU against the {req.precision} peak; a run that computed in fp8 has twice the peak and "
                "half this MFU (--precision fp8)")
     if req.claimed_usd is not None:

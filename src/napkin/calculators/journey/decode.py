@@ -92,13 +92,17 @@ def batched(r: Report, t: Trip, kv_seq: float, tps: float) -> None:
            cites=jf.batch_at_ridge)
     if t.free > 0:
         repl = node.cache_copies(r, t)
+        usable = units.format(catalog.default_value("serve_usable_memory_fraction"), "fraction")
+        bound = (f"an upper bound: the datasheet capacity with nothing held back; `napkin serve` budgets {usable} of "
+                 "the capacity the runtime reports for weights and KV, so its max_batch is lower")
         if repl > 1:
             max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / (kv_bytes_per_sequence · kv_replication))",
                              value=float(math.floor(t.free / (kv_seq * repl))), unit="count",
-                             free_bytes=(t.free, "bytes"), kv_replication=repl)
+                             free_bytes=(t.free, "bytes"), kv_replication=repl, note=bound)
         else:
             max_seq = r.step("max_sequences_in_memory", "floor(free_bytes / kv_bytes_per_sequence)",
-                             value=float(math.floor(t.free / kv_seq)), unit="count", free_bytes=(t.free, "bytes"))
+                             value=float(math.floor(t.free / kv_seq)), unit="count", free_bytes=(t.free, "bytes"),
+                             note=bound)
         if req.batch > max_seq:
             r.warn("batch-does-not-fit", f"a batch of {req.batch} sequences of {t.context:,} tokens needs "
                                          f"{units.format(req.batch * kv_seq * repl, 'bytes')} of KV cache; "

@@ -31,7 +31,10 @@ def tokens(walk: Walk, t: Trip) -> None:
     r.step("characters_per_token", "characters / tokens", value=tc.characters_per_token, unit="number",
            characters=tc.characters, tokens=q_tok)
     r.step("words_per_token", "words / tokens", value=tc.words_per_token, unit="number", words=tc.words, tokens=q_tok)
-    resolve.assume_field(r, "system_tokens", req, "journey_system_tokens")
+    resolve.assume_field(r, "system_tokens", req, "journey_system_tokens",
+                         note=f"system prompt, instructions and retrieved context around the question "
+                              f"({req.system_tokens:,} tokens around this {q_tok:,}-token question: a "
+                              f"{q_tok + req.system_tokens:,}-token prompt)")
     r.set("system_tokens", req.system_tokens, "count")
     t.prompt_tokens = r.step("prompt_tokens", "question_tokens + system_tokens", value=q_tok + req.system_tokens,
                              unit="count", question_tokens=q_tok, system_tokens=req.system_tokens)

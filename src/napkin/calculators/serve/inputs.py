@@ -135,7 +135,7 @@ def hand_figures(r: Report, req: ServeRequest, base: Accelerator, g: Accelerator
         r.assume("dense_flops_per_s", req.peak, f"dense {cp} peak given by hand, in place of the {base.name}'s "
                  f"{_fmt(base.peak(cp), 'flops_per_s')}", unit="flops_per_s", basis="given")
     if req.bandwidth is None:
-        r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth (catalog)",
+        r.assume("memory_bytes_per_s", g.memory_bytes_per_s, f"{g.name} HBM bandwidth ({g.source})",
                  unit="bytes_per_s", basis="catalog")
     else:
         r.assume("memory_bytes_per_s", req.bandwidth, f"given by hand, in place of the {base.name}'s "
