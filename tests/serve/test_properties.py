@@ -192,3 +192,21 @@ def test_windowed_attention_takes_arrays_and_scalars_alike():
                                     window_layers=32)
     assert arr.tolist() == [sv.decode_flops_per_token(7e9, n_layers=32, d_attn=4096, context_tokens=c,
                                                       window_tokens=4096.0, window_layers=32) for c in ctx.tolist()]
+
+
+@FAST
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b"]), pp=st.sampled_from([2, 4, 8]),
+       batch=st.sampled_from([1, 16, 64, 256]), prompt=st.sampled_from([128, 1000, 4000]))
+def test_a_prompt_passes_the_pipeline_stages_in_turn(model, pp, batch, prompt):
+    """Review: with pipeline stages the TTFT was one micro-batch's pass holding 1/pp of the prompt (Llama 3.1 8B on
+    4 H100 as TP 1 x PP 4, batch 64, 1,000 in: 14.09 ms against 31.13 ms for the same prompt on an idle replica).
+    A request's chunk rides whole in one micro-batch, and the stages hold the layers in turn, so the first token
+    comes no sooner than the prompt's prefill on an idle replica, and no later than that prefill plus a step of
+    the micro-batch's decoding share."""
+    r = serve(model=model, gpu="h100", gpus=8 * pp if model != "llama-3.1-8b" else pp,
+              tp=8 if model != "llama-3.1-8b" else 1, batch=batch, prompt=prompt, output=200)
+    if not r["fits"]:
+        return
+    assert r["pp"] == pp
+    assert r["ttft_s"] >= r["prefill_s"] * (1 - 1e-9)
+    assert r["ttft_s"] <= r["prefill_s"] + r["tpot_s"]

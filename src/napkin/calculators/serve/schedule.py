@@ -94,8 +94,10 @@ def continuous(r: Report, s: Setup, req: ServeRequest, c: Context, dec: dict) ->
                note="the mean step each decoding sequence waits per token")
     window = pairs_per_request(s, new, cached) / sch.prefill_pairs(new, cached_tokens=cached)  # a window cuts some
     n, tokens, pairs = sch.prefill_chunk_plan(new, room=req.chunk - bd, cached_tokens=cached)
-    chunk_step = total(s.replica.operators((bd + tokens) * micro, kv_tokens=bd * c.held_avg * micro,
-                                           prefill_pairs=pairs * window * micro, logits=(bd + 1 / n) * micro))
+    # the request's chunk rides in one micro-batch, whole, beside that micro-batch's share of the decoding
+    # sequences (the mixed step above spreads many requests' prompt tokens over the micro-batches)
+    chunk_step = total(s.replica.operators(bd * micro + tokens, kv_tokens=bd * c.held_avg * micro,
+                                           prefill_pairs=pairs * window, logits=bd * micro + 1 / n))
     ttft = r.step("ttft_s", "chunks · (a step with the decode batch and one chunk of the prompt)   (no queue)",
                   value=float(sch.continuous_ttft_seconds(chunk_step, n_chunks=n)), unit="seconds", chunks=n,
                   chunk=(tokens, "count"), cites=sch.continuous_ttft_seconds)

@@ -109,7 +109,9 @@ def workload(m: Any, *, prompt: Any, output: Any, chunk: float, pp: Any, B: Any,
     mixed = step(bd + c, c / new * sch.prefill_pairs(new, cached_tokens=prefix), bd + c / new)
     decode = step(bd, 0.0 * bd, bd)
     n, tokens, pairs = sch.prefill_chunk_plan(new, room=chunk - bd, cached_tokens=prefix)
-    first = step(bd + tokens, pairs, bd + 1.0 / n)
+    # the request's first chunk rides whole in one micro-batch, beside that micro-batch's share of the decoding
+    first = {"tokens": bd * micro + tokens, "kv_tokens": bd * held * micro, "prefill_pairs": pairs * window,
+             "logits": bd * micro + 1.0 / n}
     return {"bd": bd, "q": q, "n_chunks": n, "output": output, "mixed": mixed, "decode": decode, "chunk": first,
             # a prompt that rides whole in one step: its first chunk is the mixed step, priced once
             "chunk_is_mixed": all(_same(mixed[k], first[k]) for k in mixed)}
