@@ -107,10 +107,10 @@ JOURNEY_405B = (
     '  batch_at_ridge                      295.4  = ridge · bytes_per_param / 2  (where weight reads stop binding)   [ridge = 590.7, bytes_per_param = 1]\n'
     '  max_sequences_in_memory               350  = floor(free_bytes / kv_bytes_per_sequence)   [free_bytes = 235 GB]\n'
     '  note: decode operators, one sequence: mlp 14.31 ms, layer_overhead 12.6 ms, allreduce 3.315 ms\n'
-    "  note: the operator model's throughput against published runs (napkin validate): median error 16% (max 95%) on 175 published H100 points, out of sample\n"
+    "  note: the operator model's throughput against published runs (napkin validate): median error 20% (max 95%) on 132 published multi-GPU H100 points, out of sample\n"
     '  note: each answer token needs the one before it: decode is serial, and each step reads every weight\n'
     '  note: the step times include what a napkin rule leaves out: the tensor-parallel all-reduces, attention over the KV cache, the element-wise kernels and the fixed per-layer costs, each operator on its own roofline, summed\n'
-    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 13% (max 32%) on 5 published H100 points, out of sample\n"
+    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 5% (max 16%) on 3 published multi-GPU H100 points, out of sample\n"
     '  note: the meter counts 2N for every answer token; the last token is never fed back, so strictly one pass fewer (0.08% of Σ)\n'
     '\n'
     '6. The bill                                                Σ 1.053 PFLOP\n'

@@ -284,7 +284,7 @@ SELF_HOSTED = (
     '  self_hosted_scheduling              continuous\n'
     '  self_hosted_tokens_per_s            2745/s\n'
     '  self_hosted_requests_per_s          2.745/s\n'
-    '  self_hosted_error_bar               tokens_per_s: median error 16% (max 95%) on 175 published H100 points, out of sample\n'
+    '  self_hosted_error_bar               tokens_per_s: median error 20% (max 95%) on 132 published multi-GPU H100 points, out of sample\n'
     '  self_hosted_usd_per_million_input   $0.2793/M\n'
     '  self_hosted_usd_per_million_output  $1.745/M\n'
     '  self_hosted_usd                     $0.002024\n'

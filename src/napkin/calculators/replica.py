@@ -252,20 +252,27 @@ def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, k
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))
 
 
-def error_bars(g: Accelerator) -> dict[str, str]:
+def error_bars(g: Accelerator, gpus: int | None = None) -> dict[str, str]:
     """{answer: its error bar}: the out-of-sample median and max error `napkin validate` stored for each kind
-    of answer (throughput, TPOT, TTFT) on g's family, or on all points where the family has fewer than three."""
+    of answer (throughput, TPOT, TTFT), from the closest cell with three points or more: g's family on a
+    replica of that size (one GPU, or several: a tensor-parallel group adds its collectives, and its errors
+    differ), g's family, all points on that size, all points."""
     table = eff.error_bars()
     fam = eff.family(g.key).key
+    name = g.name.split()[0]
+    scale = None if gpus is None else "one GPU" if gpus == 1 else "several GPUs"
+    tries = ([(f"{fam}, {scale}", f"{scale} {name}"), (fam, name)] if scale else [(fam, name)]) \
+        + ([(f"all, {scale}", scale)] if scale else []) + [("all", "")]
     out: dict[str, str] = {}
     for key, group in ERROR_BAR_METRICS:
         cells = table.get(group, {})
-        cell = cells.get(fam) if cells.get(fam, {}).get("n", 0) >= 3 else cells.get("all")
+        cell, where = next(((cells[k], w) for k, w in tries if cells.get(k, {}).get("n", 0) >= 3),
+                           (cells.get("all"), ""))
         if not cell:
             continue
-        where = "" if cell is not cells.get(fam) else g.name.split()[0] + " "
+        where = where.replace("one GPU", "single-GPU").replace("several GPUs", "multi-GPU")
         out[key] = (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} published "
-                    f"{where}points, out of sample")
+                    f"{where + ' ' if where else ''}points, out of sample")
     return out
 
 

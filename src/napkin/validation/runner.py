@@ -63,27 +63,42 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
             skipped.append({"id": p["id"], "metric": p["metric"], "reason": out.reason})
             continue
         err = out.value / p["value"] - 1.0
-        rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"],
+        rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"], "gpus": p["gpus"],
                      "family": eff.family(p["gpu"]).key, "engine": p["engine"], "metric": p["metric"],
                      "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err,
                      "explanation": p.get("explanation", "")})
     return rows, skipped
 
 
+ONE_GPU, SEVERAL_GPUS = "one GPU", "several GPUs"
+SCALES = ((ONE_GPU, lambda n: n == 1), (SEVERAL_GPUS, lambda n: n > 1))  # a replica's size, as its error differs
+
+
 def summary(rows: list[dict]) -> list[dict]:
-    """Median and max |error| of the serving points per figure, overall, per accelerator family and per engine."""
-    return summary_of(rows, ("throughput", "tpot", "ttft", "latency"))
+    """Median and max |error| of the serving points per figure, overall, per accelerator family (and within it
+    on one GPU and on several: a tensor-parallel group adds its collectives and the errors differ), and per
+    engine."""
+    return summary_of(rows, ("throughput", "tpot", "ttft", "latency"), scales=True)
 
 
-def summary_of(rows: list[dict], groups: tuple[str, ...]) -> list[dict]:
-    """Median and max |error| per group, overall, per accelerator family and per engine (or framework)."""
+def summary_of(rows: list[dict], groups: tuple[str, ...], *, scales: bool = False) -> list[dict]:
+    """Median and max |error| per group, overall, per accelerator family and per engine (or framework); with
+    ``scales``, also on one GPU and on several, overall and per family."""
     out = []
     for group in groups:
         mine = [r for r in rows if r["group"] == group]
         if not mine:
             continue
         cuts = [("all", mine)]
-        cuts += [(f"family {f}", [r for r in mine if r["family"] == f]) for f in sorted({r["family"] for r in mine})]
+        families = sorted({r["family"] for r in mine})
+        if scales:
+            cuts += [(f"all, {name}", [r for r in mine if on(r["gpus"])]) for name, on in SCALES]
+        for f in families:
+            cuts.append((f"family {f}", [r for r in mine if r["family"] == f]))
+            if scales:
+                cuts += [(f"family {f}, {name}", [r for r in mine if r["family"] == f and on(r["gpus"])])
+                         for name, on in SCALES]
+        cuts = [(label, sel) for label, sel in cuts if sel]
         cuts += [(f"engine {e}", [r for r in mine if r["engine"] == e]) for e in sorted({r["engine"] for r in mine})]
         for label, sel in cuts:
             errs = [abs(r["error"]) for r in sel]
@@ -93,11 +108,12 @@ def summary_of(rows: list[dict], groups: tuple[str, ...]) -> list[dict]:
 
 
 def baseline_table(rows: list[dict]) -> dict:
-    """What `serve` cites as its error bar: {group: {family or 'all': {median, max, n}}}."""
+    """What `serve` cites as its error bar: {group: {key: {median, max, n}}}, the key 'all', a family ('h100')
+    or either on one GPU or on several ('all, one GPU', 'h100, several GPUs')."""
     out: dict[str, dict] = {}
     for s in summary(rows):
-        key = "all" if s["subset"] == "all" else s["subset"].split(" ", 1)[1] if s["subset"].startswith("family") \
-            else None
+        sub = s["subset"]
+        key = sub if sub.startswith("all") else sub.split(" ", 1)[1] if sub.startswith("family") else None
         if key is not None:
             out.setdefault(s["group"], {})[key] = {"median": round(s["median_error"], 4),
                                                    "max": round(s["max_error"], 4), "n": s["n"]}
