@@ -130,9 +130,9 @@ def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Ra
     Source: Williams et al. 2009 (roofline); NVIDIA, Matrix Multiplication Background User's
     Guide (arithmetic intensity of a GEMM).
     """
-    on = count * (tokens > 0) * (n > 0)
-    moved = on * (k * n * bytes_per_weight + tokens * (k + n) * ACTIVATION_BYTES)
-    flops = on * 2.0 * tokens * k * n
+    on = (tokens > 0) * (count * (n > 0))  # the constants multiplied first: a swept grid's arrays once each
+    moved = on * (k * n * bytes_per_weight + tokens * ((k + n) * ACTIVATION_BYTES))
+    flops = (2.0 * k * n) * tokens * on
     if achieved is None:
         achieved = gemm_flops_per_s(tokens, rates=rates)
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
@@ -237,9 +237,10 @@ def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> Opera
     moe = shapes.top_k * (shapes.expert_in_out + shapes.expert_out_in) + shapes.shared_in_out + shapes.shared_out_in
     widths = rates.elementwise_passes * shapes.d_model + (1.0 - shapes.moe_fraction) * dense \
         + shapes.moe_fraction * moe
-    moved = tokens * widths * ACTIVATION_BYTES
+    moved = tokens * (widths * ACTIVATION_BYTES)
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
-    return OperatorTime(moved, 0.0 * moved, mem, 0.0 * moved, mem)  # no compute roof: zeros of the work's shape
+    zero = 0.0 * moved  # no compute roof: zeros of the work's shape
+    return OperatorTime(moved, zero, mem, zero, mem)
 
 
 def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -> OperatorTime:
@@ -253,9 +254,10 @@ def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -
     2009 (ring all-reduce volume); achieved bus bandwidth from nccl-tests (catalog/efficiency.toml).
     """
     on = (tp > 1) * (tokens > 0)
-    volume = on * 2.0 * 2.0 * (tp - 1.0) / tp * tokens * shapes.d_model * ACTIVATION_BYTES
+    volume = (2.0 * 2.0 * (tp - 1.0) / tp * shapes.d_model * ACTIVATION_BYTES) * tokens * on
     wire = volume / rates.link_bytes_per_s
-    return OperatorTime(volume, 0.0 * volume, wire, 0.0 * volume, wire + on * 2.0 * rates.allreduce_latency_s)
+    zero = 0.0 * volume
+    return OperatorTime(volume, zero, wire, zero, wire + on * (2.0 * rates.allreduce_latency_s))
 
 
 def fixed_time(seconds: Any) -> OperatorTime:
@@ -268,7 +270,8 @@ def fixed_time(seconds: Any) -> OperatorTime:
     Source: the per-layer and per-step costs are fitted to published serving runs
     (catalog/efficiency.toml [fitted], `napkin validate --fit`), leave-sources-out.
     """
-    return OperatorTime(0.0 * seconds, 0.0 * seconds, 0.0 * seconds, 0.0 * seconds, seconds)
+    zero = 0.0 * seconds
+    return OperatorTime(zero, zero, zero, zero, seconds)
 
 
 OPERATORS = ("qkv", "attention_out", "mlp", "attention", "elementwise", "allreduce", "layer_overhead", "lm_head",
