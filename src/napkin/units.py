@@ -329,7 +329,12 @@ def _scale_joules(unit: str, kind: str, field: str, raw: str, gap: bool) -> floa
     raise _fail(field, raw, kind)
 
 
-_SCALE = {"number": _scale_number, "fraction": _scale_fraction, "count": _scale_count, "bytes": _scale_bytes, "bytes_per_s": _scale_bytes_per_s, "flops": _scale_flops, "flops_per_s": _scale_flops, "seconds": _scale_seconds, "usd": _scale_usd, "usd_per_hour": _scale_usd_per_hour, "usd_per_million": _scale_usd_per_million, "usd_per_kwh": _scale_usd_per_kwh, "watts": _scale_watts, "per_s": _scale_per_s, "joules": _scale_joules}
+_SCALE = {
+    "number": _scale_number, "fraction": _scale_fraction, "count": _scale_count, "bytes": _scale_bytes,
+    "bytes_per_s": _scale_bytes_per_s, "flops": _scale_flops, "flops_per_s": _scale_flops, "seconds": _scale_seconds,
+    "usd": _scale_usd, "usd_per_hour": _scale_usd_per_hour, "usd_per_million": _scale_usd_per_million,
+    "usd_per_kwh": _scale_usd_per_kwh, "watts": _scale_watts, "per_s": _scale_per_s, "joules": _scale_joules,
+}
 
 
 def _scale(unit: str, kind: str, field: str, raw: str, gap: bool = False) -> float:
@@ -455,7 +460,8 @@ def format(value: float, kind: str, digits: int = 4, *, binary: bool = False) ->
         if not _readable(ax, 1e9 * DAY, 1e-15):
             return f"{sci} s"
         for limit, scale, name in (
-            (1e-12, 1e-15, "fs"), (1e-9, 1e-12, "ps"), (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s"),
+            (1e-12, 1e-15, "fs"), (1e-9, 1e-12, "ps"), (1e-6, 1e-9, "ns"), (1e-3, 1e-6, "us"), (1.0, 1e-3, "ms"),
+            (120.0, 1.0, "s"),
             (2 * HOUR, MINUTE, "min"), (48 * HOUR, HOUR, "h"), (math.inf, DAY, "d"),
         ):
             if ax < limit * 0.99995:

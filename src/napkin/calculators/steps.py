@@ -69,8 +69,9 @@ def kv_window_note(r: Report, m: ModelSpec, context: float) -> None:
             f"chunked attention: {which} layers of {m.name} attend within fixed {m.sliding_window:,}-token chunks "
             f"and hold at most {m.sliding_window:,} tokens (counted at that bound)")
     text = (f"{head}, so one sequence of {context:,.0f} tokens holds {held:,.0f} tokens' worth of KV, "
-            f"{held / context:.0%} of kv_bytes_per_token × {context:,.0f}; held(c) = c − (L_w / L) · max(c − W, 0) with "
-            f"L_w = {m.n_sliding_layers}, L = {m.n_layers}, W = {m.sliding_window:,}")
+            f"{held / context:.0%} of kv_bytes_per_token × {context:,.0f}; "
+            f"held(c) = c − (L_w / L) · max(c − W, 0) with L_w = {m.n_sliding_layers}, L = {m.n_layers}, "
+            f"W = {m.sliding_window:,}")
     if not any(n.startswith(head) for n in r.notes):
         r.note(text)
 

@@ -63,7 +63,8 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
             skipped.append({"id": p["id"], "metric": p["metric"], "reason": out.reason})
             continue
         err = out.value / p["value"] - 1.0
-        rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"], "gpus": p["gpus"],
+        rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"],
+                     "replica_gpus": p["tp"] * (p.get("pp") or 1),  # one replica's, as serve cites (not the system's)
                      "family": eff.family(p["gpu"]).key, "engine": p["engine"], "metric": p["metric"],
                      "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err,
                      "explanation": p.get("explanation", "")})
@@ -71,7 +72,8 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
 
 
 ONE_GPU, SEVERAL_GPUS = "one GPU", "several GPUs"
-SCALES = ((ONE_GPU, lambda n: n == 1), (SEVERAL_GPUS, lambda n: n > 1))  # a replica's size, as its error differs
+# a replica's size (TP x PP, not the system's GPUs: MLPerf's 8-GPU systems of one-GPU replicas are one GPU)
+SCALES = ((ONE_GPU, lambda n: n == 1), (SEVERAL_GPUS, lambda n: n > 1))
 
 
 def summary(rows: list[dict]) -> list[dict]:
@@ -92,11 +94,11 @@ def summary_of(rows: list[dict], groups: tuple[str, ...], *, scales: bool = Fals
         cuts = [("all", mine)]
         families = sorted({r["family"] for r in mine})
         if scales:
-            cuts += [(f"all, {name}", [r for r in mine if on(r["gpus"])]) for name, on in SCALES]
+            cuts += [(f"all, {name}", [r for r in mine if on(r["replica_gpus"])]) for name, on in SCALES]
         for f in families:
             cuts.append((f"family {f}", [r for r in mine if r["family"] == f]))
             if scales:
-                cuts += [(f"family {f}, {name}", [r for r in mine if r["family"] == f and on(r["gpus"])])
+                cuts += [(f"family {f}, {name}", [r for r in mine if r["family"] == f and on(r["replica_gpus"])])
                          for name, on in SCALES]
         cuts = [(label, sel) for label, sel in cuts if sel]
         cuts += [(f"engine {e}", [r for r in mine if r["engine"] == e]) for e in sorted({r["engine"] for r in mine})]

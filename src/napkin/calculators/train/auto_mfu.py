@@ -47,7 +47,8 @@ def planned_mfu(r: Report, req: Any, g: Accelerator | None, m: ModelSpec | None)
                          f"{g.name}", "give more --gpus, or a number such as --mfu 0.4")
     mfu = float(rep["best_mfu"])
     r.assume("mfu", mfu, f"the fastest layout napkin plan train finds, {rep['best_config']}; sequences of "
-                         f"{rep['seq_len']:,.0f}, global batch {rep['batch_tokens']:,.0f} tokens, {req.flops_convention} FLOPs",
+                         f"{rep['seq_len']:,.0f}, global batch {rep['batch_tokens']:,.0f} tokens, "
+                         f"{req.flops_convention} FLOPs",
              unit="fraction", basis="planned")
     if req.calibration:
         r.note("--mfu auto: the planner's MFU is used, not the calibration's training MFU")
