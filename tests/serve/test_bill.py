@@ -60,13 +60,15 @@ def test_agent_task_with_and_without_caching():
     assert r["cache_saving"] == pytest.approx(1 - cached / r["task_usd_without_cache"])
 
 
-def test_prices_say_how_old_they_are():
+def test_prices_say_how_old_they_are(monkeypatch):
     r = calculate("bill", model="claude-sonnet-4", as_of="2026-08-12")
     assert r["price_age_days"] == 365
     assert any(w.code == "stale-prices" for w in r.warnings)
     assert not any(w.code == "stale-prices" for w in bill(model="claude-sonnet-4").warnings)
     today = calculate("bill", model="claude-sonnet-4")
-    assert today["price_age_days"] == (dt.date.today() - dt.date(2025, 8, 12)).days
+    assert today["price_age_days"] == (dt.date(2026, 12, 1) - dt.date(2025, 8, 12)).days == 476  # NAPKIN_TODAY
+    monkeypatch.delenv("NAPKIN_TODAY")  # unpinned, the clock's date
+    assert calculate("bill", model="claude-sonnet-4")["price_age_days"] == (dt.date.today() - dt.date(2025, 8, 12)).days
 
 
 def test_compare_lists_every_catalog_model_cheapest_first():
