@@ -80,6 +80,11 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     # runs at the slowest link it crosses (the scale-out NIC, PCIe or DCN).
     scale_up_domain: int
     scale_up_source: str = ""
+    # A card whose scale-up domain is a bridged pair reaches the other cards of its server over its host
+    # link (PCIe), not the scale-out network: up to host_link_domain GPUs per server.
+    host_link_bytes_per_s_bidirectional: float | None = None
+    host_link_domain: int | None = None
+    host_link_source: str = ""
     # GPUs rented together in one node, where it is not the scale-up domain (a TPU host: 8 v5e chips)
     gpus_per_node: int | None = None
     gpus_per_node_source: str = ""
@@ -119,6 +124,13 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
         if self.link_bytes_per_s_bidirectional is None:
             return None
         return self.link_bytes_per_s_bidirectional / 2
+
+    @property
+    def host_link_bytes_per_s_per_direction(self) -> float | None:
+        """One direction of the host link (PCIe) between cards of one server beyond the scale-up domain."""
+        if self.host_link_bytes_per_s_bidirectional is None:
+            return None
+        return self.host_link_bytes_per_s_bidirectional / 2
 
     def __post_init__(self) -> None:
         if self.scale_up_domain < 1:

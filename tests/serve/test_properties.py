@@ -94,7 +94,8 @@ def test_formulas_take_arrays_and_scalars_alike():
     B = np.array([1.0, 8.0, 64.0])
     tp = np.array([1.0, 2.0, 8.0])
     shapes = catalog.model("llama-3.1-70b").layer_shapes(1, kv_bytes_per_value=2.0, bytes_per_weight=2.0)
-    rates = op.Rates(*([1.0] * len(op.Rates._fields)))._replace(link_bytes_per_s=450e9, allreduce_latency_s=10e-6)
+    rates = op.Rates(*([1.0] * len(op.Rates._fields)))._replace(link_bytes_per_s=450e9, allreduce_latency_s=10e-6,
+                                                                 allreduce_curve=None)
     arr = op.allreduce_time(B, shapes=shapes, rates=rates, tp=tp).seconds
     one = [op.allreduce_time(b, shapes=shapes, rates=rates, tp=t).seconds for b, t in zip(B, tp)]
     assert arr == pytest.approx(one)

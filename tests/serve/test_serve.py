@@ -232,9 +232,10 @@ def test_tp_beyond_the_scale_up_domain_runs_at_the_scale_out_bandwidth():
     assert {x.name: x.basis for x in given.assumptions}["scale_out_bandwidth"] == "given"
     inside = serve(model="llama-3.1-405b", gpu="h100", tp=8, batch=8)
     assert "tp_link_bytes_per_s" not in inside.results and "beyond-scale-up-domain" not in codes(inside)
-    # a bridged A100 PCIe pair is a domain of 2: TP 4 leaves the bridge (300 GB/s each way)
+    # a bridged A100 PCIe pair is a domain of 2: TP 4 leaves the bridge (300 GB/s each way) for the server's PCIe
+    # Gen4 (32 GB/s each way), slower than the NIC; TP 16 leaves the 8-card server too
     pcie = serve(model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=4)
-    assert pcie["tp_link_bytes_per_s"] == 50e9 and "beyond-scale-up-domain" in codes(pcie)
+    assert pcie["tp_link_bytes_per_s"] == 32e9 and "beyond-scale-up-domain" in codes(pcie)
     # an NVL72 rack is one domain of 72: TP 16 stays on NVLink
     assert "beyond-scale-up-domain" not in codes(serve(model="llama-3.1-405b", gpu="gb200", tp=16))
 

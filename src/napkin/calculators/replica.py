@@ -17,6 +17,7 @@ from typing import Any
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.formulas import operators as op
+from napkin.formulas.comm import padded_curve
 from napkin.formulas import simulation as sim
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
@@ -38,6 +39,7 @@ class Efficiencies:
     per_layer_decode_s: float
     per_step_s: float
     elementwise_passes: float
+    allreduce_curve: tuple[float, ...] | None = None  # the family's measured bus bandwidth by message size
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,9 @@ def efficiencies(g: Accelerator, compute_precision: str, *, mlp_precision: str |
         per_layer_s=fit.per_layer_s if given.per_layer_s is None else given.per_layer_s,
         per_layer_decode_s=fit.per_layer_decode_s if given.per_layer_s is None else given.per_layer_s,
         per_step_s=fit.per_step_s if given.per_step_s is None else given.per_step_s,
-        elementwise_passes=shape.elementwise_passes)
+        elementwise_passes=shape.elementwise_passes,
+        allreduce_curve=padded_curve(fam.allreduce_curve_busbw) if fam.allreduce_curve_busbw and
+        given.allreduce_latency_s is None else None)  # a latency by hand replaces the published figures
     if r is not None:
         _record(r, g, fam, compute_precision, e, given, (gemm_note, gemm_basis), (bw_note, bw_basis))
     return e
@@ -184,8 +188,11 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
 
 
 def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
-          link_bytes_per_s_per_direction: float = math.inf) -> op.Rates:
-    """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8)."""
+          link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True) -> op.Rates:
+    """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8).
+
+    ``scale_up``: the TP group's all-reduce runs over g's catalogued scale-up link, so the family's
+    measured all-reduce sweep applies (not beyond the domain, nor over a link a calibration measured)."""
     attention_precision = "fp8" if compute_precision == "fp8" and g.supports("fp8") else "bf16"
     if not g.supports(attention_precision):
         attention_precision = compute_precision
@@ -197,7 +204,8 @@ def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precis
         link_bytes_per_s=link_bytes_per_s_per_direction * e.allreduce_bus, allreduce_latency_s=e.allreduce_latency_s,
         per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
         elementwise_passes=e.elementwise_passes,
-        mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm)
+        mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm,
+        allreduce_curve=e.allreduce_curve if scale_up else None)
 
 
 @dataclass(frozen=True)
@@ -242,11 +250,13 @@ class Replica:
 
 def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,
             e: Efficiencies, compute_precision: str, link_bytes_per_s_per_direction: float = math.inf,
-            mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None) -> Replica:
+            mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None,
+            scale_up: bool = True) -> Replica:
     shapes = m.layer_shapes(tp, kv_bytes_per_value=kv_bytes_per_value, bytes_per_weight=bytes_per_weight,
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
-                                    link_bytes_per_s_per_direction=link_bytes_per_s_per_direction), tp)
+                                    link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
+                                    scale_up=scale_up), tp)
 
 
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))

@@ -33,7 +33,17 @@ class Family(msgspec.Struct, kw_only=True, frozen=True):
     allreduce_source: str
     allreduce_latency_s: float
     allreduce_latency_source: str
+    allreduce_curve_busbw: list[float] = []  # bus bandwidth at 2^15 .. 2^34 bytes (formulas.comm.CURVE_LOG2_BYTES)
+    allreduce_curve_source: str = ""
+    allreduce_curve_label: str = ""  # the sweep in a few words, for notes
     note: str = ""
+
+    def __post_init__(self) -> None:
+        from napkin.formulas.comm import CURVE_LOG2_BYTES
+
+        if self.allreduce_curve_busbw and len(self.allreduce_curve_busbw) != len(CURVE_LOG2_BYTES):
+            raise ValueError(f"allreduce_curve_busbw has {len(self.allreduce_curve_busbw)} values, not one per size "
+                             f"2^{CURVE_LOG2_BYTES[0]} .. 2^{CURVE_LOG2_BYTES[-1]} bytes")
 
     @property
     def measured(self) -> bool:

@@ -74,6 +74,7 @@ class Rates(NamedTuple):
     elementwise_passes: Any  # reads and writes of an M × d activation per layer by element-wise kernels
     mlp_flops_per_s: Any  # the peak the MLP's (or experts') GEMMs run at: their own precision's
     mlp_gemm_efficiency: Any  # and its η_max
+    allreduce_curve: Any = None  # measured bus bandwidth at 2^15 .. 2^34 bytes (comm.CURVE_LOG2_BYTES); None: α-β
 
 
 class OperatorTime(NamedTuple):
@@ -243,21 +244,36 @@ def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> Opera
     return OperatorTime(moved, zero, mem, zero, mem)
 
 
-def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any) -> OperatorTime:
-    """t = 2 · (2 · (tp − 1)/tp · M · d · b_a / link + latency)   (0 at tp = 1)
+def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any,
+                   link_time: bool = True) -> OperatorTime:
+    """t = 2 · tp_allreduce_seconds(S = M · d · b_a)   (0 at tp = 1)
 
-    Two all-reduces per layer (after attention, after the MLP), each a ring's volume per rank
-    over one direction of the link at its achieved fraction, plus a fixed latency.
-    Trap: one-way bytes over the bidirectional rating (900 GB/s of NVLink is 450 each way), and
-    at decode the latency, not the bandwidth, is the cost.
+    Two all-reduces per layer (after attention, after the MLP) of the step's M × d activations, each
+    the faster of a one-shot kernel and the ring (:func:`napkin.formulas.comm.tp_allreduce_seconds`):
+    the ring at the family's measured bus bandwidth for that message size where a published sweep
+    exists (``rates.allreduce_curve``), else at the link's large-message rate plus a fixed latency.
+    The ``memory_s`` column is the ring's volume over the link at its large-message rate (None with
+    ``link_time=False``: a planner's grid wants the time alone).
+    Trap: one-way bytes over the bidirectional rating (900 GB/s of NVLink is 450 each way), and a
+    decode all-reduce of a few MiB at the large-message bandwidth (nccl-tests: 2-5x slower).
     Source: Shoeybi et al. 2019, Megatron-LM (two all-reduces per layer); Patarasuk and Yuan
     2009 (ring all-reduce volume); achieved bus bandwidth from nccl-tests (catalog/efficiency.toml).
     """
-    on = (tp > 1) * (tokens > 0)
-    volume = (2.0 * 2.0 * (tp - 1.0) / tp * shapes.d_model * ACTIVATION_BYTES) * tokens * on
-    wire = volume / rates.link_bytes_per_s
+    from napkin.formulas.comm import tp_allreduce_seconds
+
+    message = tokens * (shapes.d_model * ACTIVATION_BYTES)
+    if isinstance(tp, (int, float)) and tp <= 1:  # one GPU: nothing to all-reduce
+        seconds: Any = 0.0 * message
+    else:
+        seconds = tp_allreduce_seconds(message, n_ranks=tp, link_bytes_per_s=rates.link_bytes_per_s,
+                                       latency_s=rates.allreduce_latency_s, curve=rates.allreduce_curve, count=2.0)
+        if not isinstance(tp, (int, float)):
+            seconds = seconds * (tp > 1)
+    if not link_time:
+        return OperatorTime(None, None, None, None, seconds)
+    volume = (2.0 * 2.0 * (tp - 1.0) / tp) * message
     zero = 0.0 * volume
-    return OperatorTime(volume, zero, wire, zero, wire + on * (2.0 * rates.allreduce_latency_s))
+    return OperatorTime(volume, zero, volume / rates.link_bytes_per_s, zero, seconds)
 
 
 def fixed_time(seconds: Any) -> OperatorTime:
@@ -309,7 +325,7 @@ def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: A
         "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates)),
         "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates)),
         "elementwise": layers(elementwise_time(tokens, shapes=shapes, rates=rates)),
-        "allreduce": layers(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp)),
+        "allreduce": layers(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp, link_time=keep_work)),
         "layer_overhead": fixed_time(L * on * (rates.per_layer_s * (prefill_pairs > 0)
                                                + rates.per_layer_decode_s * (prefill_pairs <= 0))),
         "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates),

@@ -175,22 +175,29 @@ def prefill_attention_flops(n_layers: float, *, d_attn: float, new_tokens: Any, 
 
 # ------------------------------------------------------------------ communication
 def tp_link_bytes_per_s(tp: Any, *, scale_up_domain: Any, link_bytes_per_s_per_direction: Any,
-                        scale_out_bytes_per_s_per_gpu: Any) -> Any:
-    """link = scale-up link   if tp ≤ domain,   else min(scale-up link, scale-out per GPU)
+                        scale_out_bytes_per_s_per_gpu: Any, host_link_bytes_per_s_per_direction: Any = None,
+                        host_link_domain: Any = None) -> Any:
+    """link = scale-up (tp ≤ domain);  min(link, host) (tp ≤ host domain);  else min(link, host, scale-out)
 
     The bandwidth one rank of a tensor-parallel ring all-reduce gets, one direction. Within
     the scale-up domain (8 GPUs on an HGX board, 72 in an NVL72 rack) every hop is NVLink;
-    a group larger than the domain must cross the scale-out network, and a ring moves as
-    fast as its slowest hop, so every rank's 2·(tp − 1)/tp · message waits on the NIC.
+    bridged PCIe cards (a pair) reach the other cards of their server over PCIe (the host link);
+    a group larger than that must cross the scale-out network, and a ring moves as fast as its
+    slowest hop, so every rank's 2·(tp − 1)/tp · message waits on it.
     Trap: pricing TP 16 on H100s at NVLink speed (450 GB/s per direction): two HGX boards
     talk over one 400 Gb/s NIC per GPU, 50 GB/s, 9x slower, on every one of the 2 · L
-    all-reduces of every decode step.
+    all-reduces of every decode step; or TP 4 on bridged A100 PCIe cards at the NIC's 50 GB/s,
+    when their traffic beyond the pair crosses PCIe Gen4 (32 GB/s; nccl-tests: 20 GB/s bus bandwidth).
     Source: ring all-reduce (Patarasuk and Yuan 2009: bandwidth term set by the slowest
     link); NVIDIA DGX H100 User Guide (one 400 Gb/s ConnectX-7 per GPU); scale-up domain
-    sizes in catalog/gpus.toml (scale_up_source).
+    sizes and host links in catalog/gpus.toml (scale_up_source, host_link_source).
     """
+    beyond = _minimum(link_bytes_per_s_per_direction, scale_out_bytes_per_s_per_gpu)
+    if host_link_bytes_per_s_per_direction is None:
+        return _where(tp <= scale_up_domain, link_bytes_per_s_per_direction, beyond)
+    host = _minimum(link_bytes_per_s_per_direction, host_link_bytes_per_s_per_direction)
     return _where(tp <= scale_up_domain, link_bytes_per_s_per_direction,
-                  _minimum(link_bytes_per_s_per_direction, scale_out_bytes_per_s_per_gpu))
+                  _where(tp <= host_link_domain, host, _minimum(host, beyond)))
 
 
 # ------------------------------------------------------------------------ time

@@ -122,7 +122,8 @@ def tensor_parallel(r: Report, t: Trip, allreduce: op.OperatorTime, step_s: floa
                                                  n_ranks=n),
            unit="bytes", L=m.n_layers, n=n, d_model=m.d_model, cites=jf.tp_allreduce_bytes_per_token)
     ar_s = r.step("tp_allreduce_s_per_token", "the allreduce operator of the one-sequence step: 2 · L all-reduces, "
-                  "each the ring's bytes over one direction of the link plus its latency",
+                  "each the faster of a one-shot kernel (latency + (n − 1) · message / link) and the ring (its "
+                  "bytes at the family's measured bus bandwidth for the message, or over the link plus its latency)",
                   value=float(allreduce.seconds), unit="seconds", cites=op.allreduce_time)
     r.step("tp_allreduce_share", "tp_allreduce_s_per_token / decode_s_per_token", value=ar_s / step_s,
            unit="fraction")

@@ -35,13 +35,20 @@ def tp_link(r: Report, t: Trip) -> float:
     link = g.link_bytes_per_s_per_direction
     if link is not None and n <= g.scale_up_domain:
         return link
+    if link is not None and g.host_link_bytes_per_s_per_direction is not None and n <= (g.host_link_domain or 0):
+        host = min(link, g.host_link_bytes_per_s_per_direction)
+        r.note(f"{n} GPUs leave the {g.scale_up_domain}-card {g.link_name or 'link'}: their all-reduces cross PCIe at "
+               f"{fmt(host, 'bytes_per_s')} per GPU ({g.host_link_source})")
+        return host
     scale_out = resolve.assume_default(r, "scale_out_bandwidth", "scale_out_bytes_per_s_per_gpu", unit="bytes_per_s")
     if link is None:
         r.note(f"the catalog has no scale-up link for the {g.name}: its all-reduces cross the scale-out network "
                f"at {fmt(scale_out, 'bytes_per_s')} per GPU")
         return scale_out
     slow = float(sv.tp_link_bytes_per_s(n, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
-                                        scale_out_bytes_per_s_per_gpu=scale_out))
+                                        scale_out_bytes_per_s_per_gpu=scale_out,
+                                        host_link_bytes_per_s_per_direction=g.host_link_bytes_per_s_per_direction,
+                                        host_link_domain=g.host_link_domain))
     r.note(f"{n} GPUs span {math.ceil(n / g.scale_up_domain)} scale-up domains of {g.scale_up_domain}: the "
            f"all-reduces of one tensor-parallel group over all of them run at the scale-out network's "
            f"{fmt(slow, 'bytes_per_s')} per GPU, not {g.link_name or 'the link'}'s {fmt(link, 'bytes_per_s')}")
@@ -62,7 +69,8 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
                                f"pipeline stages)")
     t.replica = rep.replica(m, g, tp=t.n_gpus, bytes_per_weight=t.bytes_per_param,
                             kv_bytes_per_value=t.kv_bytes_per_value, e=e, compute_precision=compute_precision,
-                            link_bytes_per_s_per_direction=tp_link(r, t))
+                            link_bytes_per_s_per_direction=tp_link(r, t),
+                            scale_up=1 < t.n_gpus <= g.scale_up_domain and g.link_bytes_per_s_per_direction is not None)
     if req.params is not None and req.params != m.params:
         r.note(f"the operator model times {m.name}'s layers as the architecture has them "
                f"({fmt(m.params, 'count')} parameters); --params sets the meter and the napkin rules")

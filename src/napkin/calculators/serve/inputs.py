@@ -110,18 +110,43 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     hand_figures(r, req, base, g, cp)
     capacity = rep.memory_capacity_bytes(g, r) if req.memory is None else r.assume(
         "memory_bytes", req.memory, "per GPU, given by hand", unit="bytes", basis="given")
+    catalogued = link
     if link is not None and tp > 1 and req.calibration:
         link = measured_link(req, m, tp, link, r)
     scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
                  catalog.default_value("scale_out_bytes_per_s_per_gpu"))
     if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
         link = float(sv.tp_link_bytes_per_s(tp, scale_up_domain=g.scale_up_domain, link_bytes_per_s_per_direction=link,
-                                            scale_out_bytes_per_s_per_gpu=scale_out))
+                                            scale_out_bytes_per_s_per_gpu=scale_out,
+                                            host_link_bytes_per_s_per_direction=g.host_link_bytes_per_s_per_direction,
+                                            host_link_domain=g.host_link_domain))
     link = link if link is not None else math.inf
+    # the catalogued link within one domain: the family's measured all-reduce sweep applies
+    scale_up = 1 < tp <= g.scale_up_domain and link == catalogued
+    if scale_up:
+        allreduce_sweep(r, g, e, message=req.batch * m.d_model * sv.ACTIVATION_BYTES, link=link)
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
-                          link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp)
+                          link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp,
+                          scale_up=scale_up)
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
                  capacity, scale_out, by_hand=g is not base)
+
+
+def allreduce_sweep(r: Report, g: Accelerator, e: rep.Efficiencies, *, message: float, link: float) -> None:
+    """Record the bus bandwidth the family's published all-reduce sweep gives a decode step's message."""
+    from napkin.catalog import efficiency as eff
+    from napkin.formulas import comm
+
+    if e.allreduce_curve is None:
+        return
+    fam = eff.family(g.key)
+    ring = float(comm.measured_ring_seconds(float(message), n_ranks=8.0, curve=e.allreduce_curve))
+    bus = min(2.0 * 7.0 / 8.0 * message / ring, link * e.allreduce_bus)  # busbw: the same at any rank count
+    r.assume("allreduce_bus_at_decode", bus, f"measured all-reduce bus bandwidth on the {fam.key} family at a decode "
+             f"step's message of {_fmt(message, 'bytes')} (batch x d_model x 2 B; every step's all-reduce reads the "
+             "sweep at its own size, and a one-shot kernel is used where faster)", unit="bytes_per_s",
+             basis="catalog", source=fam.allreduce_curve_source,
+             replaced_by="`torchrun -m napkin.measure --collectives` on this machine, then --calibration")
 
 
 def hand_figures(r: Report, req: ServeRequest, base: Accelerator, g: Accelerator, cp: str) -> None:
@@ -177,6 +202,13 @@ def beyond_scale_up(r: Report, s: Setup, req: ServeRequest) -> bool:
     link = g.link_bytes_per_s_per_direction
     if link is None or s.tp <= g.scale_up_domain or s.link >= link:
         return False
+    host = g.host_link_bytes_per_s_per_direction
+    if host is not None and s.tp <= (g.host_link_domain or 0):
+        r.step("tp_link_bytes_per_s", "min(scale-up link, host link), since scale_up_domain < tp <= host_link_domain",
+               value=s.link, unit="bytes_per_s", tp=s.tp, scale_up_domain=g.scale_up_domain,
+               host_link=(host, "bytes_per_s"), note=f"{g.link_name} joins {g.scale_up_domain} cards; the server's "
+               f"other cards are reached over PCIe. {g.host_link_source}", cites=sv.tp_link_bytes_per_s)
+        return True
     where = "per GPU, one direction, beyond the scale-up domain"
     if req.scale_out_bandwidth is None:
         d = catalog.default("scale_out_bytes_per_s_per_gpu")

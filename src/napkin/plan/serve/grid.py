@@ -24,10 +24,11 @@ from napkin.derivation import Report
 from napkin.formulas import operators as op
 from napkin.formulas import scheduling as sch
 from napkin.formulas import serving as sv
+from napkin.formulas.comm import CURVE_LOG2_BYTES, row_sweeps
 from napkin.hardware import bytes_per_value
 
 from . import select
-from .hardware import columns, hardware_rows, rows_of
+from .hardware import columns, curve_at, hardware_rows, rows_of
 from .request import PlanServeRequest, _scale_out, grid_size, replica_sizes
 
 CHUNK_CELLS = 24_576  # cells per chunk: ~200 kB a temporary, inside the caches of a laptop or a server core
@@ -211,12 +212,25 @@ class _Context:
         H = self.H
         return sv.tp_link_bytes_per_s(c.tp, scale_up_domain=H["domain"][c.rows],
                                       link_bytes_per_s_per_direction=H["link"][c.rows],
-                                      scale_out_bytes_per_s_per_gpu=_scale_out(self.req))
+                                      scale_out_bytes_per_s_per_gpu=_scale_out(self.req),
+                                      host_link_bytes_per_s_per_direction=H["host_link"][c.rows],
+                                      host_link_domain=H["host_domain"][c.rows])
 
     def rates(self, c: Chunk) -> Any:
         H = self.H
-        return op.Rates(**{k[5:]: rows_of(v, c.rows) for k, v in H.items() if k.startswith("rate_")},
-                        link_bytes_per_s=self.link(c) * H["allreduce_bus"][c.rows])
+        import numpy as np
+
+        link = self.link(c) * H["allreduce_bus"][c.rows]
+        rates = {k[5:]: rows_of(v, c.rows) for k, v in H.items() if k.startswith("rate_")}
+        curve = curve_at(H, c.rows, c.tp)
+        if c.tp > 1:  # the all-reduce timed once per kind of row (link, latency, sweep), then gathered to the rows
+            h = np.size(link)
+            sweeps = np.full((h, len(CURVE_LOG2_BYTES)), np.nan) if curve is None else \
+                np.broadcast_to(np.asarray(curve, dtype=float), (h,) + (1,) * (np.ndim(link) - 1) + (
+                    len(CURVE_LOG2_BYTES),)).reshape(h, -1)
+            curve = row_sweeps(np.ravel(link), np.broadcast_to(np.ravel(rates["allreduce_latency_s"]), (h,)), sweeps,
+                               n_ranks=float(c.tp))
+        return op.Rates(**rates, link_bytes_per_s=link, allreduce_curve=curve)
 
     def shapes(self, c: Chunk) -> Any:
         return self.m.layer_shapes(c.tp, kv_bytes_per_value=self.b_kv, bytes_per_weight=self.H["b_w"][c.rows])

@@ -16,7 +16,7 @@ from napkin.hardware import bytes_per_value
 from .request import PlanServeRequest
 
 # the hardware columns the grid broadcasts (besides the operator model's rates, "rate_*")
-COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus")
+COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus", "host_link", "host_domain")
 
 
 ALL = "all"  # --price all=2.50/h (or a lone --price 2.50/h): one price for every GPU searched, as compare takes it
@@ -85,8 +85,12 @@ def hardware_rows(req: PlanServeRequest, r: Report) -> list[dict]:
                          "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": rep.memory_capacity_bytes(g),
                          "link": link if link else math.inf, "has_link": link is not None,
                          "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus,
+                         "host_link": g.host_link_bytes_per_s_per_direction or math.inf,
+                         "host_domain": g.host_link_domain or 0,
                          "b_w": bytes_per_value(p), "price": price if price is not None else math.nan,
-                         **{f"rate_{k}": v for k, v in rates._asdict().items() if k != "link_bytes_per_s"}})
+                         "curve": e.allreduce_curve,
+                         **{f"rate_{k}": v for k, v in rates._asdict().items()
+                            if k not in ("link_bytes_per_s", "allreduce_curve")}})
     if not rows:
         raise InputError("gpu", ",".join(req.gpu), "leaves nothing to search", "give GPUs that support the precision")
     return rows
@@ -105,7 +109,26 @@ def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
         values = [float(h[k]) for h in hw]
         shared = k.startswith("rate_") and len(set(values)) == 1
         out[k] = values[0] if shared else np.array(values, dtype=float).reshape(shape)
+    out["curve"] = None  # each row's measured all-reduce sweep (a last axis of sizes; NaN: none published)
+    if any(h.get("curve") for h in hw):
+        n = len(next(h["curve"] for h in hw if h.get("curve")))
+        rows = [h["curve"] if h.get("curve") else (math.nan,) * n for h in hw]
+        out["curve"] = np.array(rows, dtype=float).reshape(shape + (n,))
     return out
+
+
+def curve_at(H: dict[str, Any], rows: Any, tp: int) -> Any:
+    """The rows' all-reduce sweeps for a TP group of ``tp`` (NaN where it leaves the scale-up domain, whose
+    sweep it is; None when no row has one or nothing is all-reduced)."""
+    import numpy as np
+
+    curve = H.get("curve")
+    if curve is None or tp == 1:
+        return None
+    inside = np.asarray(rows_of(H["domain"], rows)) >= tp
+    c = np.where(inside[..., None], rows_of(curve, rows), np.nan)
+    flat = c.reshape(-1, c.shape[-1])
+    return None if np.isnan(flat).all() else c
 
 
 def rows_of(v: Any, rows: Any) -> Any:

@@ -21,8 +21,10 @@ from .rows import Points, bounds, cells, row
 SIMPLIFICATIONS = (
     "no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, "
     "prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)",
-    "a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces at its NVLink-class speed, a larger "
-    "one at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed",
+    "a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the "
+    "bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe "
+    "cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are "
+    "pipeline stages, and their hops are not costed",
 )
 
 TAIL_SIMPLIFICATIONS = (
@@ -176,10 +178,12 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     if bar and all(v is None for v in by_hand):  # efficiencies by hand: not the validated model
         r.set("best_error_bar", bar)
     if b["tp_beyond_scale_up"]:
-        domain = next(h["domain"] for h in g.axes.hw if h["key"] == b["gpu"])
-        r.note(f"the best configuration's TP {b['tp']} spans more than the {domain:g} GPUs of one scale-up "
-               f"domain: its all-reduces are priced at the scale-out bandwidth, "
-               f"{units.format(_scale_out(req), 'bytes_per_s')} per GPU")
+        h = next(h for h in g.axes.hw if h["key"] == b["gpu"])
+        over = (f"over PCIe, {units.format(min(h['link'], h['host_link']), 'bytes_per_s')} per GPU (the cards of one "
+                "server beyond the bridge)") if b["tp"] <= h["host_domain"] else \
+            f"at the scale-out bandwidth, {units.format(_scale_out(req), 'bytes_per_s')} per GPU"
+        r.note(f"the best configuration's TP {b['tp']} spans more than the {h['domain']:g} GPUs of one scale-up "
+               f"domain: its all-reduces are priced {over}")
 
 
 def nothing(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float]) -> None:
@@ -212,7 +216,7 @@ def assumptions(r: Report, req: PlanServeRequest, g: gr.Grid) -> None:
     hw = g.axes.hw
     # a valid TP group beyond a GPU's scale-up domain, whose all-reduces then run at the scale-out bandwidth
     far = [i for i, h in enumerate(hw) for _, t in g.axes.pairs
-           if t > h["domain"] and h["has_link"] and _scale_out(req) < h["link"]]
+           if t > max(h["domain"], h["host_domain"]) and h["has_link"] and _scale_out(req) < h["link"]]
     if far:
         domains = ", ".join(sorted({f"{hw[i]['key']} {hw[i]['domain']:g}" for i in far}))
         where = f"per GPU, one direction, for TP groups beyond the scale-up domain ({domains} GPUs)"

@@ -29,7 +29,8 @@ def cells(req: PlanServeRequest, g: gr.Grid, flat: Any) -> dict[str, Any]:
     out = {"flat": np.asarray(flat), "hw": h, "pair": p, "gpus": n, "tp": t, "pp": np.maximum(n / t, 1.0),
            "prompt": ax.prompt[i], "output": ax.output[j], "batch": ax.batch[k],
            "tpot": g.tpot.reshape(-1)[flat], "ttft": g.ttft.reshape(-1)[flat], "tps": g.tps.reshape(-1)[flat],
-           "price": H["price"][h], "domain": H["domain"][h], "link": H["link"][h]}
+           "price": H["price"][h], "domain": H["domain"][h], "link": H["link"][h],
+           "host_link": H["host_link"][h], "host_domain": H["host_domain"][h]}
     out.update(cost(req, tps=out["tps"], n=n, price=out["price"], output=out["output"]))
     out["beyond"] = (t > out["domain"]) & (_link(req, out) < out["link"])
     return out
@@ -37,7 +38,8 @@ def cells(req: PlanServeRequest, g: gr.Grid, flat: Any) -> dict[str, Any]:
 
 def _link(req: PlanServeRequest, c: dict[str, Any]) -> Any:
     return sv.tp_link_bytes_per_s(c["tp"], scale_up_domain=c["domain"], link_bytes_per_s_per_direction=c["link"],
-                                  scale_out_bytes_per_s_per_gpu=_scale_out(req))
+                                  scale_out_bytes_per_s_per_gpu=_scale_out(req),
+                                  host_link_bytes_per_s_per_direction=c["host_link"], host_link_domain=c["host_domain"])
 
 
 def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, Any]:
@@ -47,8 +49,9 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
 
     H = columns(g.axes.hw, 1)
     h = c["hw"]
+    curve = None if H["curve"] is None else np.where((H["domain"][h] >= c["tp"])[..., None], H["curve"][h], np.nan)
     rates = op.Rates(**{k[5:]: rows_of(v, h) for k, v in H.items() if k.startswith("rate_")},
-                     link_bytes_per_s=_link(req, c) * H["allreduce_bus"][h])
+                     link_bytes_per_s=_link(req, c) * H["allreduce_bus"][h], allreduce_curve=curve)
     m = g.model
     shapes = m.layer_shapes(c["tp"], kv_bytes_per_value=bytes_per_value(req.kv_precision, "kv_precision"),
                             bytes_per_weight=H["b_w"][h])

@@ -1,0 +1,140 @@
+"""The tensor-parallel all-reduce: a one-shot kernel or the ring at the family's measured bus bandwidth.
+
+Golden values are rows of the published sweeps the catalog stores (Bekman, ml-engineering,
+network/README.md, 'Real network throughput': nccl-tests all_reduce_perf on one 8 x A100 node,
+and all_reduce_bench.py on one 8 x H200 node); invariants are hypothesis properties.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from napkin import calculate
+from napkin.catalog import efficiency as eff
+from napkin.formulas import comm
+
+A100 = eff.family("a100-sxm-80gb")
+H200 = eff.family("h200")
+A100_RING = 300e9 * A100.allreduce_bus  # NVLink 3, one direction, at its large-message fraction (234 GB/s)
+
+
+def a100(message, n=8):
+    return comm.tp_allreduce_seconds(message, n_ranks=n, link_bytes_per_s=A100_RING, latency_s=A100.allreduce_latency_s,
+                                     curve=comm.padded_curve(A100.allreduce_curve_busbw))
+
+
+def test_the_ring_takes_the_time_nccl_tests_measured():
+    """8 x A100, nccl-tests: '8_388_608  133.5  62.82  109.93' and '67_108_864  684.6  98.02  171.54' (size B,
+    time us, algbw, busbw). At those sizes the ring is faster than a one-shot kernel, and its time is the table's."""
+    assert a100(8_388_608.0) == pytest.approx(133.5e-6, rel=2e-3)
+    assert a100(67_108_864.0) == pytest.approx(684.6e-6, rel=2e-3)
+    # the large-message figure alone would say 62.6 us at 8 MiB: half the measured time
+    assert 1.75 * 8_388_608 / A100_RING + A100.allreduce_latency_s == pytest.approx(72.8e-6, rel=1e-2)
+
+
+def test_small_messages_take_the_one_shot_kernel():
+    """32 KiB (one decode token of a 16,384-wide model): the ring measured 43.83 us; a one-shot kernel reads the
+    7 other buffers (7 x 32 KiB over 234 GB/s, 1.0 us) after one 10.14 us latency."""
+    t = a100(32_768.0)
+    assert t == pytest.approx(A100.allreduce_latency_s + 7 * 32_768 / A100_RING, rel=1e-12)
+    assert t == pytest.approx(11.12e-6, rel=1e-3)
+
+
+def test_between_measured_sizes_the_time_is_linear_in_the_size():
+    """Half-way between 16 MiB (276.6 us) and 32 MiB (424.0 us) the time is the mean of the two measured times;
+    below the smallest measured size (32 KiB, 43.83 us) the ring takes that time (a latency floor)."""
+    lo, hi = 16_777_216.0, 33_554_432.0
+    curve = comm.padded_curve(A100.allreduce_curve_busbw)
+    mid = comm.measured_ring_seconds((lo + hi) / 2, n_ranks=8, curve=curve)
+    assert mid == pytest.approx((276.6e-6 + 424.0e-6) / 2, rel=2e-3)
+    assert comm.measured_ring_seconds(4096.0, n_ranks=8, curve=curve) == pytest.approx(43.83e-6, rel=2e-3)
+    # on 2 ranks the ring moves 2 · 1/2 of the message, not 2 · 7/8: 1/1.75 of the 8-rank time
+    two = comm.measured_ring_seconds(lo, n_ranks=2, curve=curve)
+    assert two == pytest.approx(276.6e-6 / 1.75, rel=2e-3)
+
+
+def test_a_sweep_that_dips_is_padded():
+    """The A100 table: 101.9 us at 1 MiB, 101.4 us at 2 MiB. A 1 MiB message can be padded to 2 MiB, so it takes
+    at most 101.4 us: the padded curve's time at 1 MiB is the 2 MiB one."""
+    padded = comm.padded_curve(A100.allreduce_curve_busbw)
+    t1 = 1.75 * 2 ** 20 / padded[5]
+    t2 = 1.75 * 2 ** 21 / padded[6]
+    assert t1 == pytest.approx(t2, rel=1e-12) and t2 == pytest.approx(101.4e-6, rel=2e-3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(s1=st.floats(1.0, 2.0 ** 36), s2=st.floats(1.0, 2.0 ** 36), n=st.sampled_from([2, 4, 8]),
+       fam=st.sampled_from(["a100-sxm-80gb", "h100-sxm", "h200", "b200"]))
+def test_time_never_falls_with_size_and_arrays_match_scalars(s1, s2, n, fam):
+    f = eff.family(fam)
+    curve = comm.padded_curve(f.allreduce_curve_busbw)
+    kw = dict(n_ranks=float(n), link_bytes_per_s=450e9 * f.allreduce_bus, latency_s=f.allreduce_latency_s)
+    lo, hi = sorted((s1, s2))
+    a = comm.tp_allreduce_seconds(lo, curve=curve, **kw)
+    b = comm.tp_allreduce_seconds(hi, curve=curve, **kw)
+    assert b >= a * (1 - 1e-12)
+    arr = comm.tp_allreduce_seconds(np.array([lo, hi]), curve=np.array([curve, curve]), **kw)
+    assert arr.tolist() == pytest.approx([a, b], rel=1e-12)
+    # a row without a sweep (NaN) is the α-β ring, as a scalar call without one
+    none = comm.tp_allreduce_seconds(np.array([lo, lo]), curve=np.array([curve, [np.nan] * len(curve)]), **kw)
+    assert none.tolist() == pytest.approx([a, comm.tp_allreduce_seconds(lo, **kw)], rel=1e-12)
+    # never slower than either algorithm alone
+    assert a <= kw["latency_s"] + (n - 1) * lo / kw["link_bytes_per_s"] * (1 + 1e-12)
+
+
+def test_without_a_sweep_the_ring_is_alpha_beta():
+    """A family with no published sweep (L40S): the ring is α + 2(n − 1)/n · S / r, never slower than one-shot."""
+    t = comm.tp_allreduce_seconds(8e6, n_ranks=4, link_bytes_per_s=20e9, latency_s=15e-6)
+    assert t == pytest.approx(15e-6 + 1.5 * 8e6 / 20e9, rel=1e-12)
+
+
+def test_serve_records_the_bus_bandwidth_at_its_decode_message():
+    """Llama 3.1 70B at batch 64 on 8 x H100: a decode all-reduce of 64 x 8,192 x 2 B = 1 MiB, where the 8 x H200
+    sweep (the same NVLink 4 board) measured 39.93 GB/s; the answer says so and cites the sweep."""
+    r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=8, batch=64)
+    a = {x.name: x for x in r.assumptions}["allreduce_bus_at_decode"]
+    assert a.value == pytest.approx(39.93e9, rel=1e-3) and a.basis == "catalog"
+    assert "ml-engineering" in a.source and "1.049 MB" in a.note
+    # by hand, on one GPU, or beyond the domain: no sweep
+    one = calculate("serve", model="llama-3.1-8b", gpu="h100")
+    assert "allreduce_bus_at_decode" not in {x.name for x in one.assumptions}
+    hand = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=8, batch=64, allreduce_latency="5us")
+    assert "allreduce_bus_at_decode" not in {x.name for x in hand.assumptions}
+
+
+def test_bridged_pcie_cards_reach_the_rest_of_the_server_over_pcie():
+    """A100 PCIe cards are bridged in pairs (600 GB/s); TP 4 crosses PCIe Gen4 to the other pair (64 GB/s both
+    ways: 32 GB/s each way, A100 datasheet), not the 50 GB/s NIC; TP 16 leaves the 8-card server (the NIC, and
+    PCIe on the way)."""
+    r = calculate("serve", model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=4)
+    assert r["tp_link_bytes_per_s"] == 32e9
+    w = next(w.message for w in r.warnings if w.code == "beyond-scale-up-domain")
+    assert "cross PCIe at 32 GB/s per GPU" in w
+    far = calculate("serve", model="llama-3.1-405b", gpu="a100-pcie-80gb", tp=16, precision="fp8", batch=1)
+    assert far["tp_link_bytes_per_s"] == 32e9  # min(PCIe, NIC): the PCIe hop is the slower
+    assert "the scale-out network" in next(w.message for w in far.warnings if w.code == "beyond-scale-up-domain")
+
+
+def test_the_planners_rows_get_their_own_kinds_sweep():
+    """The planner times the all-reduce once per kind of row (link, latency, sweep) and gathers it to the rows:
+    H100 rows, B200 rows and a row without a sweep (L40S-like, α-β) each get what a scalar call gives them, whether
+    the messages are the same on every row or differ by row. (A review found the B200 rows timed on the H100's
+    sweep when the rows were mixed: the kinds were numbered, not pointed at their first row.)"""
+    h = comm.padded_curve(eff.family("h100-sxm").allreduce_curve_busbw)
+    b = comm.padded_curve(eff.family("b200").allreduce_curve_busbw)
+    nan = [np.nan] * len(h)
+    links = np.array([369e9, 369e9, 684e9, 684e9, 20e9])
+    rows = comm.row_sweeps(links, np.array([13e-6] * 4 + [15e-6]), np.array([h, h, b, b, nan]), n_ranks=4.0)
+    assert rows.inverse.tolist() == [0, 0, 1, 1, 2]
+    message = np.random.default_rng(0).uniform(1e3, 2e9, (1, 3, 7))
+    same = comm.tp_allreduce_seconds(message, n_ranks=4.0, link_bytes_per_s=None, latency_s=None, curve=rows)
+    each = comm.tp_allreduce_seconds(np.broadcast_to(message, (5, 3, 7)), n_ranks=4.0, link_bytes_per_s=None,
+                                     latency_s=None, curve=rows)
+    for r, (curve, link, lat) in enumerate([(h, 369e9, 13e-6), (h, 369e9, 13e-6), (b, 684e9, 13e-6),
+                                            (b, 684e9, 13e-6), (None, 20e9, 15e-6)]):
+        want = [comm.tp_allreduce_seconds(float(m), n_ranks=4.0, link_bytes_per_s=link, latency_s=lat, curve=curve)
+                for m in message.ravel()]
+        assert same[r].ravel().tolist() == pytest.approx(want, rel=1e-12)
+        assert each[r].ravel().tolist() == pytest.approx(want, rel=1e-12)
