@@ -80,11 +80,33 @@ def run_allreduce(req: AllreduceRequest) -> Report:
                                         latency_s=req.latency),
            unit="seconds", bandwidth=(one_way, "bytes_per_s"), latency=(req.latency, "seconds"),
            cites=comm.allreduce_seconds)
+    if req.link is not None and req.link_bandwidth is None and req.calibration is None:
+        measured(r, catalog.gpu(req.link, "link"), req)
     r.note("each rank sends bytes_per_rank and receives as many; the volume per rank tends to 2 × buffer and "
            "does not shrink with more ranks")
     if req.latency == 0:
         r.assume("latency", 0.0, "no per-step latency: bandwidth only (a floor)", unit="seconds")
     return r
+
+
+def measured(r: Report, g: Accelerator, req: AllreduceRequest) -> None:
+    """Beside the floor, what the GPU family's published all-reduce sweep measured at this size (the time
+    `napkin serve` gives a tensor-parallel all-reduce), where one is published and the ring stays on the link."""
+    from napkin.catalog import efficiency as eff
+
+    fam = eff.family(g.key)
+    if not fam.allreduce_curve_busbw or req.ranks > g.scale_up_domain:
+        return
+    curve = comm.padded_curve(fam.allreduce_curve_busbw)
+    t = r.step("measured_seconds", "the family's published sweep at this size: 2(n − 1)/n · buffer / busbw(buffer), "
+               "busbw between the measured sizes as the time runs linearly", unit="seconds",
+               value=float(comm.measured_ring_seconds(float(req.size), n_ranks=float(req.ranks), curve=curve)),
+               n=req.ranks, cites=comm.measured_ring_seconds)
+    ratio = t / r["seconds"] if r["seconds"] > 0 else float("inf")
+    why = ("the ring's per-chunk latencies dominate below a few hundred MiB" if ratio >= 1 else
+           "NCCL reduces in the NVSwitch (NVLink SHARP) at large sizes, which the ring's formula does not count")
+    r.note(f"measured_seconds: what the {fam.key} family's published sweep took at this size "
+           f"({fam.allreduce_curve_label}), {ratio:.2g}x the floor: {why}")
 
 
 # One 400 Gb/s NIC per GPU (ConnectX-7 on an HGX H100 node): 50 GB/s each way, as serving prices TP across nodes.
