@@ -156,8 +156,11 @@ def experts_touched(tokens: Any, *, n_experts: Any, top_k: Any) -> Any:
     return n_experts * (1.0 - (1.0 - share) ** tokens)
 
 
-def _add(*ops: OperatorTime, scale: Any = 1.0) -> OperatorTime:
+def _add(*ops: OperatorTime, scale: Any = 1.0, work: bool = True) -> OperatorTime:
+    """The operators' sum, field by field; with ``work=False`` the time alone (a planner's grid wants no more)."""
     def total(field: str) -> Any:
+        if not work and field != "seconds":
+            return None
         out = getattr(ops[0], field)
         for o in ops[1:]:
             out = out + getattr(o, field)
@@ -168,10 +171,10 @@ def _add(*ops: OperatorTime, scale: Any = 1.0) -> OperatorTime:
 
 
 def _scale(op: OperatorTime, factor: Any) -> OperatorTime:
-    return OperatorTime(*(factor * v for v in op))
+    return OperatorTime(*(None if v is None else factor * v for v in op))
 
 
-def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True) -> OperatorTime:
     """t_mlp = (1 − f_moe) · t_dense(M) + f_moe · (t_experts + t_shared)
 
     Dense layers run two GEMMs (in, out). An MoE layer runs, for each of the E_touched routed
@@ -179,6 +182,7 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
     Trap: counting the routed experts at the batch's M rows: each expert sees only its share, so
     its GEMM is small and memory-bound long after a dense one would be compute-bound.
     Source: Fedus et al. 2022, Switch Transformers; DeepSeek-V3 (arXiv:2412.19437), shared experts.
+    ``keep_work=False`` sums the time alone (bytes, FLOPs and roof times None).
     """
     w = shapes.mlp_bytes_per_weight
     rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
@@ -186,7 +190,7 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
     dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates,
                              achieved=a),
                  linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
-                             achieved=a))
+                             achieved=a), work=keep_work)
     if isinstance(shapes.moe_fraction, (int, float)) and shapes.moe_fraction == 0:
         return dense  # a dense model (a property of the model, not of a value swept): its expert terms are all 0
     touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
@@ -199,11 +203,12 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
                linear_time(tokens, k=shapes.d_model, n=shapes.shared_in_out, bytes_per_weight=w, rates=rates,
                            achieved=a),
                linear_time(tokens, k=shapes.shared_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
-                           achieved=a))
-    return _add(_scale(dense, 1.0 - shapes.moe_fraction), _scale(moe, shapes.moe_fraction))
+                           achieved=a), work=keep_work)
+    return _add(_scale(dense, 1.0 - shapes.moe_fraction), _scale(moe, shapes.moe_fraction), work=keep_work)
 
 
-def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, rates: Rates,
+                   keep_work: bool = True) -> OperatorTime:
     """t = C · max(kv_bytes / (bw · η_bw), 4·h·d_attn / (peak_attn · η_attn)) + Π · 4·h·d_attn / (peak_attn · η_attn)
 
     One layer's attention. Decode: every decoding sequence's new token reads its cached keys and
@@ -214,12 +219,15 @@ def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, r
     long prefill without its attention (at 32k tokens on an 8B model it is as large as the 2N GEMMs).
     Source: Kwon et al. 2023, PagedAttention (vLLM); Dao 2023, FlashAttention-2 (arXiv:2307.08691);
     Shah et al. 2024, FlashAttention-3 (arXiv:2407.08608).
+    ``keep_work=False`` gives the time alone (bytes, FLOPs and roof times None).
     """
     peak = rates.attention_flops_per_s * rates.attention_efficiency
     mem = kv_tokens * shapes.kv_bytes_per_token / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
     dec_flops = kv_tokens * shapes.attn_flops_per_kv_token
     pre_flops = prefill_pairs * shapes.attn_flops_per_kv_token
     dec = _maximum(mem, dec_flops / peak)
+    if not keep_work:  # the time alone (a planner's grid)
+        return OperatorTime(None, None, None, None, dec + pre_flops / peak)
     return OperatorTime(kv_tokens * shapes.kv_bytes_per_token, dec_flops + pre_flops, mem,
                         (dec_flops + pre_flops) / peak, dec + pre_flops / peak)
 
@@ -322,8 +330,9 @@ def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: A
                                   achieved=a)),
         "attention_out": layers(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
                                             rates=rates, achieved=a)),
-        "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates)),
-        "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates)),
+        "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates, keep_work=keep_work)),
+        "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates,
+                                           keep_work=keep_work)),
         "elementwise": layers(elementwise_time(tokens, shapes=shapes, rates=rates)),
         "allreduce": layers(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp, link_time=keep_work)),
         "layer_overhead": fixed_time(L * on * (rates.per_layer_s * (prefill_pairs > 0)
