@@ -138,3 +138,26 @@ def test_the_planners_rows_get_their_own_kinds_sweep():
                 for m in message.ravel()]
         assert same[r].ravel().tolist() == pytest.approx(want, rel=1e-12)
         assert each[r].ravel().tolist() == pytest.approx(want, rel=1e-12)
+
+
+def test_beyond_the_server_the_words_name_the_pcie_hop_that_sets_the_rate():
+    """TP 16 on A100 PCIe cards leaves the 8-card server: its ring crosses PCIe Gen4 (32 GB/s each way, A100
+    datasheet: 'PCIe Gen4: 64 GB/s') and the 50 GB/s NIC, so it runs at PCIe's 32 GB/s. The step, the warning, the
+    journey's note and the planner's note said the scale-out network's rate was 32 GB/s, or the planner 50 GB/s
+    (review: min(scale-up link, scale-out) of 300 and 50 GB/s printed as 32 GB/s)."""
+
+    far = calculate("serve", model="llama-3.1-405b", gpu="a100-pcie-80gb", tp=16, precision="fp8", batch=1)
+    step = next(s for s in far.steps if s.name == "tp_link_bytes_per_s")
+    assert step.value == 32e9 and "host link" in step.formula and "host_link" in step.values
+    w = next(w.message for w in far.warnings if w.code == "beyond-scale-up-domain")
+    assert "cross PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower hop)" in w
+    j = calculate("journey", model="llama-3.1-405b", gpu="a100-pcie-80gb", gpus=16)
+    n = next(n for rung in j["rungs"] for n in rung["notes"] if "16 GPUs span" in n)
+    assert "cross PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower hop)" in n
+    # the planner: 16 A100 PCIe cards, an 8,000-token prompt within 7.5 s: only TP 16 is fast enough (7.1 s)
+    p = calculate("plan-serve", model="llama-3.1-405b", gpu="a100-pcie-80gb", max_gpus=16, precision="fp8",
+                  price=2, ttft="7.5s", tpot="1s", prompt=8000, batch="1,2,4", rate="1/s")
+    assert p["ranking"][0]["tp"] == 16 and p["ranking"][0]["tp_beyond_scale_up"]
+    said = next(n for n in p.notes if n.startswith("the best configuration's TP 16"))
+    assert said.endswith("priced as crossing PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower "
+                         "hop)")

@@ -42,6 +42,19 @@ class Efficiencies:
     allreduce_curve: tuple[float, ...] | None = None  # the family's measured bus bandwidth by message size
 
 
+def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
+    """What a TP group larger than g's scale-up domain crosses, and the rate per GPU its ring runs at (the
+    slowest hop's: formulas.serving.tp_link_bytes_per_s), in words for warnings and notes."""
+    per_gpu = f"{fmt(rate, 'bytes_per_s')} per GPU"
+    host = g.host_link_bytes_per_s_per_direction
+    if host is None:
+        return f"the scale-out network at {per_gpu}"
+    if tp <= (g.host_link_domain or 0):
+        return f"PCIe at {per_gpu}"
+    slower = "PCIe's" if host <= scale_out else "the NIC's"
+    return f"PCIe and the scale-out network at {per_gpu} ({slower}, the slower hop)"
+
+
 @dataclass(frozen=True)
 class Given:
     """Efficiencies a request gives by hand (None: resolve them); overrides fitted and catalog values."""

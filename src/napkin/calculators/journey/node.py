@@ -50,8 +50,9 @@ def tp_link(r: Report, t: Trip) -> float:
                                         host_link_bytes_per_s_per_direction=g.host_link_bytes_per_s_per_direction,
                                         host_link_domain=g.host_link_domain))
     r.note(f"{n} GPUs span {math.ceil(n / g.scale_up_domain)} scale-up domains of {g.scale_up_domain}: the "
-           f"all-reduces of one tensor-parallel group over all of them run at the scale-out network's "
-           f"{fmt(slow, 'bytes_per_s')} per GPU, not {g.link_name or 'the link'}'s {fmt(link, 'bytes_per_s')}")
+           f"all-reduces of one tensor-parallel group over all of them cross "
+           f"{rep.tp_path(g, n, rate=slow, scale_out=scale_out)}, not {g.link_name or 'the link'}'s "
+           f"{fmt(link, 'bytes_per_s')}")
     return slow
 
 

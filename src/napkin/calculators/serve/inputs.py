@@ -215,6 +215,13 @@ def beyond_scale_up(r: Report, s: Setup, req: ServeRequest) -> bool:
         resolve.assume_default(r, "scale_out_bandwidth", d.key, note=f"{where}: {d.note}", unit="bytes_per_s")
     else:
         r.assume("scale_out_bandwidth", s.scale_out, where, unit="bytes_per_s", basis="given")
+    if host is not None:  # beyond the server: PCIe to reach the NIC, then the NIC
+        r.step("tp_link_bytes_per_s", "min(scale-up link, host link, scale-out per GPU), since tp > host_link_domain",
+               value=s.link, unit="bytes_per_s", tp=s.tp, host_link_domain=g.host_link_domain,
+               link=(link, "bytes_per_s"), host_link=(host, "bytes_per_s"), scale_out=(s.scale_out, "bytes_per_s"),
+               note=f"a ring all-reduce runs at its slowest hop; {g.link_name} joins {g.scale_up_domain} cards, PCIe "
+               f"the {g.host_link_domain} of a server. {g.host_link_source}", cites=sv.tp_link_bytes_per_s)
+        return True
     r.step("tp_link_bytes_per_s", "min(scale-up link, scale-out per GPU), since tp > scale_up_domain", value=s.link,
            unit="bytes_per_s", tp=s.tp, scale_up_domain=g.scale_up_domain, link=(link, "bytes_per_s"),
            scale_out=(s.scale_out, "bytes_per_s"),

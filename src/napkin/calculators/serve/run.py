@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from napkin.calculators import replica as rep
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import scheduling as sch
@@ -103,9 +104,8 @@ def warn_far(r: Report, s: Setup, far: bool) -> None:
     if far:
         r.warn("beyond-scale-up-domain",
                f"TP {s.tp} spans {math.ceil(s.tp / g.scale_up_domain)} scale-up domains of {g.scale_up_domain} "
-               f"{g.name} ({g.link_name}): its all-reduces cross "
-               f"{'PCIe' if s.tp <= (g.host_link_domain or 0) else 'the scale-out network'} at "
-               f"{_fmt(s.link, 'bytes_per_s')} per GPU, not {_fmt(g.link_bytes_per_s_per_direction, 'bytes_per_s')}; "
+               f"{g.name} ({g.link_name}): its all-reduces cross {rep.tp_path(g, s.tp, rate=s.link, scale_out=s.scale_out)}, not "
+               f"{_fmt(g.link_bytes_per_s_per_direction, 'bytes_per_s')}; "
                f"keep TP within {g.scale_up_domain} GPUs and use pipeline stages across domains")
     if s.pp > 1:
         r.note(f"{s.pp} pipeline stages hold more memory but a token passes them in turn: they add throughput only "

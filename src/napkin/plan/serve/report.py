@@ -11,6 +11,7 @@ from napkin.calculators import resolve
 from napkin.calculators.steps import kv_window_note
 from napkin.derivation import Report
 from napkin.errors import InputError
+from napkin.formulas import serving as sv
 
 from . import grid as gr
 from . import confirm, select, tail
@@ -178,12 +179,15 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     if bar and all(v is None for v in by_hand):  # efficiencies by hand: not the validated model
         r.set("best_error_bar", bar)
     if b["tp_beyond_scale_up"]:
-        h = next(h for h in g.axes.hw if h["key"] == b["gpu"])
-        over = (f"over PCIe, {units.format(min(h['link'], h['host_link']), 'bytes_per_s')} per GPU (the cards of one "
-                "server beyond the bridge)") if b["tp"] <= h["host_domain"] else \
-            f"at the scale-out bandwidth, {units.format(_scale_out(req), 'bytes_per_s')} per GPU"
-        r.note(f"the best configuration's TP {b['tp']} spans more than the {h['domain']:g} GPUs of one scale-up "
-               f"domain: its all-reduces are priced {over}")
+        gpu = catalog.gpu(b["gpu"])
+        rate = float(sv.tp_link_bytes_per_s(b["tp"], scale_up_domain=gpu.scale_up_domain,
+                                            link_bytes_per_s_per_direction=gpu.link_bytes_per_s_per_direction,
+                                            scale_out_bytes_per_s_per_gpu=_scale_out(req),
+                                            host_link_bytes_per_s_per_direction=gpu.host_link_bytes_per_s_per_direction,
+                                            host_link_domain=gpu.host_link_domain))
+        r.note(f"the best configuration's TP {b['tp']} spans more than the {gpu.scale_up_domain:g} GPUs of one "
+               f"scale-up domain: its all-reduces are priced as crossing "
+               f"{rep.tp_path(gpu, b['tp'], rate=rate, scale_out=_scale_out(req))}")
 
 
 def nothing(r: Report, req: PlanServeRequest, g: gr.Grid, obj: dict[str, float]) -> None:
