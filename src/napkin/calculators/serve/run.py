@@ -104,7 +104,8 @@ def warn_far(r: Report, s: Setup, far: bool) -> None:
     if far:
         r.warn("beyond-scale-up-domain",
                f"TP {s.tp} spans {math.ceil(s.tp / g.scale_up_domain)} scale-up domains of {g.scale_up_domain} "
-               f"{g.name} ({g.link_name}): its all-reduces cross {rep.tp_path(g, s.tp, rate=s.link, scale_out=s.scale_out)}, not "
+               f"{g.name} ({g.link_name}): its all-reduces cross "
+               f"{rep.tp_path(g, s.tp, rate=s.link, scale_out=s.scale_out)}, not "
                f"{_fmt(g.link_bytes_per_s_per_direction, 'bytes_per_s')}; "
                f"keep TP within {g.scale_up_domain} GPUs and use pipeline stages across domains")
     if s.pp > 1:
