@@ -359,3 +359,17 @@ def test_demo_tour_prints_the_journey_rung_by_rung(run_cli):
     tour = out[out.index("One 11-word question through Llama 3.1 405B"):]
     assert "\n1. The tokenizer" in tour and "\n2. The weights" in tour
     assert "[7 items]" not in out
+
+
+def test_allreduce_measured_only_on_the_board_the_sweep_was_measured_on(run_cli):
+    """The h100 family's sweep is the 8 x H200 NVLink 4 board (450 GB/s each way, 18 links, NVSwitch). An H800's
+    NVLink is 400 GB/s both ways (200 each way): the sweep's 482 GB/s bus bandwidth at 16 GiB would be 0.41x the
+    H800's floor, more than even NVLink SHARP can give (at most 2(n − 1)/n = 1.75x the link). An H100 PCIe pair is
+    joined by a bridge, with no NVSwitch to reduce in. Neither prints the other board's measured time."""
+    h800 = run_cli("allreduce", "--size", "16GiB", "--ranks", "8", "--link", "h800").stdout
+    assert "measured_seconds " not in h800 and "0.41x the floor" not in h800
+    assert "the 8 x H200 sweep of the same NVLink 4 board" in h800 and "not that board" in h800
+    pair = run_cli("allreduce", "--size", "4GiB", "--ranks", "2", "--link", "h100-pcie").stdout
+    assert "measured_seconds " not in pair and "NVSwitch (NVLink SHARP)" not in pair
+    sxm = run_cli("allreduce", "--size", "8MiB", "--ranks", "8", "--link", "a100-sxm-80gb").stdout
+    assert "  measured_seconds                133.5 us\n" in sxm  # the board nccl-tests ran on

@@ -90,12 +90,22 @@ def run_allreduce(req: AllreduceRequest) -> Report:
 
 
 def measured(r: Report, g: Accelerator, req: AllreduceRequest) -> None:
-    """Beside the floor, what the GPU family's published all-reduce sweep measured at this size (the time
-    `napkin serve` gives a tensor-parallel all-reduce), where one is published and the ring stays on the link."""
+    """Beside the floor, what the GPU family's published all-reduce sweep measured at this size, where one is
+    published, the ring stays on the link, and g is on the kind of board the sweep ran on (an 8-GPU NVSwitch board
+    at the family's fastest link). `napkin serve` reads the same sweep, held at or above the link's large-message
+    rate, and takes a one-shot kernel where that is faster."""
     from napkin.catalog import efficiency as eff
 
     fam = eff.family(g.key)
     if not fam.allreduce_curve_busbw or req.ranks > g.scale_up_domain:
+        return
+    board = max((x.link_bytes_per_s_bidirectional or 0.0 for k, x in catalog.gpus().items()
+                 if eff.family(k).key == fam.key and x.scale_up_domain >= 8), default=0.0)
+    if g.scale_up_domain < 8 or (g.link_bytes_per_s_bidirectional or 0.0) < board:
+        r.note(f"no measured_seconds: the {fam.key} family's published sweep ({fam.allreduce_curve_label}) ran on an "
+               f"8-GPU NVSwitch board at {fmt(board / 2, 'bytes_per_s')} each way; the {g.name}'s "
+               f"{g.link_name or 'link'} ({fmt(g.link_bytes_per_s_bidirectional / 2, 'bytes_per_s')} each way, "
+               f"{g.scale_up_domain} GPUs) is not that board")
         return
     curve = comm.padded_curve(fam.allreduce_curve_busbw)
     t = r.step("measured_seconds", "the family's published sweep at this size: 2(n − 1)/n · buffer / busbw(buffer), "
