@@ -161,3 +161,13 @@ def test_beyond_the_server_the_words_name_the_pcie_hop_that_sets_the_rate():
     said = next(n for n in p.notes if n.startswith("the best configuration's TP 16"))
     assert said.endswith("priced as crossing PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower "
                          "hop)")
+
+
+def test_the_recorded_decode_message_is_one_pipeline_micro_batch():
+    """Llama 3.1 70B at batch 64 on 16 x H100 splits into TP 8 x 2 pipeline stages: each decode step carries a
+    micro-batch of 32 sequences, so its all-reduce is 32 x 8,192 x 2 B = 512 KiB, where the 8 x H200 sweep measured
+    23.94 GB/s (Bekman, ml-engineering, network README), not the 39.93 GB/s of the 1 MiB a whole batch would be."""
+    r = calculate("serve", model="llama-3.1-70b", gpu="h100", gpus=16, batch=64)
+    assert r["tp"] == 8 and r["pp"] == 2
+    a = {x.name: x for x in r.assumptions}["allreduce_bus_at_decode"]
+    assert a.value == pytest.approx(23.94e9, rel=1e-3) and "524.3 kB" in a.note

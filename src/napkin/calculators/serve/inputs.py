@@ -124,7 +124,8 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     # the catalogued link within one domain: the family's measured all-reduce sweep applies
     scale_up = 1 < tp <= g.scale_up_domain and link == catalogued
     if scale_up:
-        allreduce_sweep(r, g, e, message=req.batch * m.d_model * sv.ACTIVATION_BYTES, link=link)
+        allreduce_sweep(r, g, e, message=float(sv.microbatch(req.batch, pp=pp)) * m.d_model * sv.ACTIVATION_BYTES,
+                        link=link)
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
                           link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp,
                           scale_up=scale_up)
@@ -143,8 +144,9 @@ def allreduce_sweep(r: Report, g: Accelerator, e: rep.Efficiencies, *, message: 
     ring = float(comm.measured_ring_seconds(float(message), n_ranks=8.0, curve=e.allreduce_curve))
     bus = min(2.0 * 7.0 / 8.0 * message / ring, link * e.allreduce_bus)  # busbw: the same at any rank count
     r.assume("allreduce_bus_at_decode", bus, f"measured all-reduce bus bandwidth on the {fam.key} family at a decode "
-             f"step's message of {_fmt(message, 'bytes')} (batch x d_model x 2 B; every step's all-reduce reads the "
-             "sweep at its own size, and a one-shot kernel is used where faster)", unit="bytes_per_s",
+             f"step's message of {_fmt(message, 'bytes')} (batch / pipeline stages x d_model x 2 B; every step's "
+             "all-reduce reads the sweep at its own size, and a one-shot kernel is used where faster)",
+             unit="bytes_per_s",
              basis="catalog", source=fam.allreduce_curve_source,
              replaced_by="`torchrun -m napkin.measure --collectives` on this machine, then --calibration")
 
