@@ -91,7 +91,8 @@ def test_allreduce_names_what_the_published_sweep_measured(run_cli):
 
 
 def test_allreduce_beyond_the_nvlink_bridge_warns(run_cli):
-    """The A100 PCIe's NVLink bridge joins 2 cards (NVIDIA NVLink page); 8 ranks cross PCIe or the NIC."""
+    """The A100 PCIe's NVLink bridge joins 2 cards (NVIDIA NVLink page); 8 ranks of one server cross PCIe Gen4
+    (64 GB/s both ways, A100 datasheet), which the warning names with its fix."""
     out = run_cli("allreduce", "--size", "1GB", "--ranks", "8", "--link", "a100-pcie").stdout
     assert out == (
         "Ring all-reduce\n"
@@ -100,9 +101,8 @@ def test_allreduce_beyond_the_nvlink_bridge_warns(run_cli):
         "  bytes_per_rank                  1.75 GB\n"
         "  seconds                         5.833 ms\n"
         "warning [beyond-scale-up-domain]: 8 ranks exceed the A100 PCIe 80GB's scale-up domain of 2 GPUs (NVLink "
-        "bridge (2 GPUs), 300 GB/s per direction): a ring over more ranks runs at its slowest link, the scale-out "
-        "NIC or PCIe (one 400 Gb/s NIC per GPU is 50 GB/s each way, 6x below the 300 GB/s used here: "
-        "--link-bandwidth 50GB/s --unidirectional)\n"
+        "bridge (2 GPUs), 300 GB/s per direction): the cards of one server beyond it are reached over PCIe, 32 GB/s "
+        "each way, and a ring runs at its slowest link: --link-bandwidth 32GB/s --unidirectional\n"
         "assumed: latency = 0 s\n"
         "note: each rank sends bytes_per_rank and receives as many; the volume per rank tends to 2 × buffer "
         "and does not shrink with more ranks\n"

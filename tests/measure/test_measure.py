@@ -373,6 +373,11 @@ def test_serve_tp_takes_the_measured_all_reduce_bus_bandwidth(run_cli, tmp_path)
     assert link["value"] == 120e9 and link["basis"] == "measured"
     assert "at 512KiB over 8 ranks (nccl)" in link["note"]
     assert measured["tpot_s"] > plain["tpot_s"]  # 120 GB/s measured against the catalog's 450 GB/s each way
+    # the measured bus bandwidth is what the ring reaches: not multiplied again by the family's 82% (review: it was)
+    row = next(o for o in measured["operators"] if o["step"] == "decode" and o["operator"] == "allreduce")
+    message = 32 * 8192 * 2
+    lat = {a["name"]: a["value"] for a in measured["assumptions"]}["allreduce_latency"]
+    assert row["seconds"] == pytest.approx(80 * 2 * (lat + 2 * 7 / 8 * message / 120e9), rel=1e-9)
 
 
 def test_calibration_feeds_serve_bandwidth_and_prefill_efficiency(tmp_path):

@@ -8,6 +8,7 @@ import msgspec
 
 from napkin import catalog
 from napkin.calculators import Calculator
+from napkin.calculators import replica as rep
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import comm
@@ -99,9 +100,8 @@ def measured(r: Report, g: Accelerator, req: AllreduceRequest) -> None:
     fam = eff.family(g.key)
     if not fam.allreduce_curve_busbw or req.ranks > g.scale_up_domain:
         return
-    board = max((x.link_bytes_per_s_bidirectional or 0.0 for k, x in catalog.gpus().items()
-                 if eff.family(k).key == fam.key and x.scale_up_domain >= 8), default=0.0)
-    if g.scale_up_domain < 8 or (g.link_bytes_per_s_bidirectional or 0.0) < board:
+    if not rep.on_sweep_board(g):
+        board = rep.sweep_board_link(fam.key)
         r.note(f"no measured_seconds: the {fam.key} family's published sweep ({fam.allreduce_curve_label}) ran on an "
                f"8-GPU NVSwitch board at {fmt(board / 2, 'bytes_per_s')} each way; the {g.name}'s "
                f"{g.link_name or 'link'} ({fmt(g.link_bytes_per_s_bidirectional / 2, 'bytes_per_s')} each way, "
@@ -134,6 +134,14 @@ def warn_beyond_scale_up(r: Report, g: Accelerator, ranks: int, one_way: float) 
                f"scale-out NIC between servers, whichever is slower (a 400 Gb/s NIC is "
                f"{fmt(NIC_EXAMPLE_BYTES_PER_S, 'bytes_per_s')} each way); give the slowest with --link-bandwidth X "
                f"--unidirectional")
+        return
+    host = g.host_link_bytes_per_s_per_direction
+    if host is not None and ranks <= (g.host_link_domain or 0):
+        r.warn("beyond-scale-up-domain",
+               f"{ranks} ranks exceed the {g.name}'s scale-up domain of {d} GPUs ({link}, "
+               f"{fmt(one_way, 'bytes_per_s')} per direction): the cards of one server beyond it are reached over PCIe, "
+               f"{fmt(host, 'bytes_per_s')} each way, and a ring runs at its slowest link: --link-bandwidth "
+               f"{fmt(host, 'bytes_per_s').replace(' ', '')} --unidirectional")
         return
     if g.vendor == "Google":
         slow = ("the data-center network (DCN) between slices, far slower than ICI; give its per-chip rate with "

@@ -42,6 +42,24 @@ class Efficiencies:
     allreduce_curve: tuple[float, ...] | None = None  # the family's measured bus bandwidth by message size
 
 
+def on_sweep_board(g: Accelerator) -> bool:
+    """Whether g is on the kind of board its family's published all-reduce sweep ran on: an 8-GPU (or larger)
+    scale-up domain at the family's fastest link. A bridged PCIe pair or an H800 (NVLink cut to 400 GB/s) is not:
+    its all-reduces keep the α-β ring (the link's rate and latency)."""
+    fam = eff.family(g.key)
+    if not fam.allreduce_curve_busbw or g.scale_up_domain < 8:
+        return False
+    return (g.link_bytes_per_s_bidirectional or 0.0) >= sweep_board_link(fam.key)
+
+
+def sweep_board_link(family: str) -> float:
+    """The bidirectional link of the board a family's sweep ran on: its fastest 8-GPU scale-up domain."""
+    from napkin import catalog
+
+    return max((x.link_bytes_per_s_bidirectional or 0.0 for k, x in catalog.gpus().items()
+                if eff.family(k).key == family and x.scale_up_domain >= 8), default=0.0)
+
+
 def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
     """What a TP group larger than g's scale-up domain crosses, and the rate per GPU its ring runs at (the
     slowest hop's: formulas.serving.tp_link_bytes_per_s), in words for warnings and notes."""
@@ -148,7 +166,7 @@ def efficiencies(g: Accelerator, compute_precision: str, *, mlp_precision: str |
         per_layer_decode_s=fit.per_layer_decode_s if given.per_layer_s is None else given.per_layer_s,
         per_step_s=fit.per_step_s if given.per_step_s is None else given.per_step_s,
         elementwise_passes=shape.elementwise_passes,
-        allreduce_curve=padded_curve(fam.allreduce_curve_busbw) if fam.allreduce_curve_busbw and
+        allreduce_curve=padded_curve(fam.allreduce_curve_busbw) if on_sweep_board(g) and
         given.allreduce_latency_s is None else None)  # a latency by hand replaces the published figures
     if r is not None:
         _record(r, g, fam, compute_precision, e, given, (gemm_note, gemm_basis), (bw_note, bw_basis))
@@ -201,11 +219,14 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
 
 
 def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
-          link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True) -> op.Rates:
+          link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True,
+          bus_measured: bool = False) -> op.Rates:
     """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8).
 
     ``scale_up``: the TP group's all-reduce runs over g's catalogued scale-up link, so the family's
-    measured all-reduce sweep applies (not beyond the domain, nor over a link a calibration measured)."""
+    measured all-reduce sweep applies (not beyond the domain, nor over a link a calibration measured).
+    ``bus_measured``: the link is an all-reduce's measured bus bandwidth, already what the ring reaches (the
+    family's achieved fraction is not applied again)."""
     attention_precision = "fp8" if compute_precision == "fp8" and g.supports("fp8") else "bf16"
     if not g.supports(attention_precision):
         attention_precision = compute_precision
@@ -214,7 +235,8 @@ def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precis
         dense_flops_per_s=g.peak(compute_precision), attention_flops_per_s=g.peak(attention_precision),
         memory_bytes_per_s=g.memory_bytes_per_s, bandwidth_efficiency=e.bandwidth, gemm_efficiency=e.gemm,
         gemm_half_tokens=e.gemm_half_tokens, attention_efficiency=e.attention,
-        link_bytes_per_s=link_bytes_per_s_per_direction * e.allreduce_bus, allreduce_latency_s=e.allreduce_latency_s,
+        link_bytes_per_s=link_bytes_per_s_per_direction * (1.0 if bus_measured else e.allreduce_bus),
+        allreduce_latency_s=e.allreduce_latency_s,
         per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
         elementwise_passes=e.elementwise_passes,
         mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm,
@@ -264,12 +286,12 @@ class Replica:
 def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,
             e: Efficiencies, compute_precision: str, link_bytes_per_s_per_direction: float = math.inf,
             mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None,
-            scale_up: bool = True) -> Replica:
+            scale_up: bool = True, bus_measured: bool = False) -> Replica:
     shapes = m.layer_shapes(tp, kv_bytes_per_value=kv_bytes_per_value, bytes_per_weight=bytes_per_weight,
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
                                     link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-                                    scale_up=scale_up), tp)
+                                    scale_up=scale_up, bus_measured=bus_measured), tp)
 
 
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))

@@ -113,6 +113,8 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     catalogued = link
     if link is not None and tp > 1 and req.calibration:
         link = measured_link(req, m, tp, link, r)
+    measured = link is not None and link != catalogued  # a calibration's bus bandwidth: the ring's achieved rate
+    measured_bus = link
     scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
                  catalog.default_value("scale_out_bytes_per_s_per_gpu"))
     if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
@@ -128,7 +130,7 @@ def setup(req: ServeRequest, r: Report) -> Setup:
                         link=link)
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
                           link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp,
-                          scale_up=scale_up)
+                          scale_up=scale_up, bus_measured=measured and link == measured_bus)
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
                  capacity, scale_out, by_hand=g is not base)
 

@@ -67,7 +67,9 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     bandwidth_efficiency: Annotated[float | None, field(
         "fraction", "fraction of HBM bandwidth the kernels reach (default: measured for the GPU family)")] = None
     allreduce_latency: Annotated[float | None, field("seconds", "fixed cost of one tensor-parallel all-reduce "
-                                                                "(default: measured for the GPU family)",
+                                                                "(default: measured for the GPU family); given, it "
+                                                                "also replaces the family's published all-reduce "
+                                                                "sweep with latency + bytes / link",
                                                      ge=0)] = None
     layer_overhead: Annotated[float | None, field("seconds", "fixed cost of one layer's kernels per step "
                                                              "(default: fitted to published runs)", ge=0)] = None

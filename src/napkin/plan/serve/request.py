@@ -60,7 +60,8 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     bandwidth_efficiency: Annotated[float | None, field(
         "fraction", "fraction of HBM bandwidth the kernels reach, on every GPU (default: measured per GPU family)")] = None
     allreduce_latency: Annotated[float | None, field("seconds", "fixed cost of one TP all-reduce (default: measured "
-                                                                "per GPU family)", ge=0)] = None
+                                                                "per GPU family); given, it also replaces the "
+                                                                "families' published all-reduce sweeps", ge=0)] = None
     scale_out_bandwidth: Annotated[float | None, field(
         "bytes_per_s", "per-GPU bandwidth, one direction, of a TP all-reduce that spans more GPUs than the "
         f"scale-up domain (default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None
