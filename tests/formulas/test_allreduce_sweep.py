@@ -154,9 +154,10 @@ def test_beyond_the_server_the_words_name_the_pcie_hop_that_sets_the_rate():
     j = calculate("journey", model="llama-3.1-405b", gpu="a100-pcie-80gb", gpus=16)
     n = next(n for rung in j["rungs"] for n in rung["notes"] if "16 GPUs span" in n)
     assert "cross PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower hop)" in n
-    # the planner: 16 A100 PCIe cards, an 8,000-token prompt within 7.5 s: only TP 16 is fast enough (7.1 s)
+    # the planner: 16 A100 PCIe cards, an 8,000-token prompt within 9 s: only TP 16 is fast enough (8.1 s; TP 8 x 2
+    # stages takes 9.7 s)
     p = calculate("plan-serve", model="llama-3.1-405b", gpu="a100-pcie-80gb", max_gpus=16, precision="fp8",
-                  price=2, ttft="7.5s", tpot="1s", prompt=8000, batch="1,2,4", rate="1/s")
+                  price=2, ttft="9s", tpot="1s", prompt=8000, batch="1,2,4", rate="1/s")
     assert p["ranking"][0]["tp"] == 16 and p["ranking"][0]["tp_beyond_scale_up"]
     said = next(n for n in p.notes if n.startswith("the best configuration's TP 16"))
     assert said.endswith("priced as crossing PCIe and the scale-out network at 32 GB/s per GPU (PCIe's, the slower "
@@ -171,3 +172,20 @@ def test_the_recorded_decode_message_is_one_pipeline_micro_batch():
     assert r["tp"] == 8 and r["pp"] == 2
     a = {x.name: x for x in r.assumptions}["allreduce_bus_at_decode"]
     assert a.value == pytest.approx(23.94e9, rel=1e-3) and "524.3 kB" in a.note
+
+
+def test_the_pcie_hop_runs_at_what_rings_over_pcie_reach():
+    """Beyond their bridged pair, A100 PCIe cards ring over PCIe Gen4 at 65% of its 32 GB/s each way (8 cards
+    measured 20.75 GB/s, flashinfer PR #4870; nccl-tests issue #178: 20 GB/s once a third GPU joins bridged
+    pairs), not the NVLink family's 78%: serve, the planner and the journey alike."""
+    r = calculate("serve", model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=4, batch=16)
+    a = {x.name: x for x in r.assumptions}["pcie_allreduce_bus"]
+    assert a.value == 0.65 and "flashinfer" in a.source
+    row = next(o for o in r["operators"] if o["step"] == "decode" and o["operator"] == "allreduce")
+    assert row["memory_s"] == pytest.approx(80 * 2 * 2 * 3 / 4 * 16 * 8192 * 2 / (32e9 * 0.65), rel=1e-9)
+    inside = calculate("serve", model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=2, batch=16)
+    assert "pcie_allreduce_bus" not in {x.name for x in inside.assumptions}  # the bridge: the family's figure
+    p = calculate("plan-serve", model="llama-3.1-70b", gpu="a100-pcie-80gb", price=2, batch="16", top=50)
+    cell = next(x for x in p["pareto_front"] + p["ranking"] if x["tp"] == 4 and x["gpus"] == 4 and x["batch"] == 16)
+    assert cell["tpot_s"] == pytest.approx(calculate("serve", model="llama-3.1-70b", gpu="a100-pcie-80gb", tp=4,
+                                                     gpus=4, batch=16, prompt=1000, output=300)["tpot_s"], rel=1e-6)

@@ -60,6 +60,12 @@ def sweep_board_link(family: str) -> float:
                 if eff.family(k).key == family and x.scale_up_domain >= 8), default=0.0)
 
 
+def pcie_hop(g: Accelerator, link: float) -> bool:
+    """Whether a TP group's ring runs at g's host link (PCIe between the cards of a server beyond their bridge)."""
+    host = g.host_link_bytes_per_s_per_direction
+    return host is not None and link == min(host, g.link_bytes_per_s_per_direction or math.inf)
+
+
 def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
     """What a TP group larger than g's scale-up domain crosses, and the rate per GPU its ring runs at (the
     slowest hop's: formulas.serving.tp_link_bytes_per_s), in words for warnings and notes."""
@@ -220,13 +226,14 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
 
 def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
           link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True,
-          bus_measured: bool = False) -> op.Rates:
+          link_bus: float | None = None) -> op.Rates:
     """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8).
 
     ``scale_up``: the TP group's all-reduce runs over g's catalogued scale-up link, so the family's
     measured all-reduce sweep applies (not beyond the domain, nor over a link a calibration measured).
-    ``bus_measured``: the link is an all-reduce's measured bus bandwidth, already what the ring reaches (the
-    family's achieved fraction is not applied again)."""
+    ``link_bus``: the fraction of the link a ring reaches, where it is not the family's scale-up figure: 1 for a
+    calibration's measured bus bandwidth (already what the ring reached), PCIe's for the hop between the cards
+    of a server beyond their bridge."""
     attention_precision = "fp8" if compute_precision == "fp8" and g.supports("fp8") else "bf16"
     if not g.supports(attention_precision):
         attention_precision = compute_precision
@@ -235,7 +242,7 @@ def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precis
         dense_flops_per_s=g.peak(compute_precision), attention_flops_per_s=g.peak(attention_precision),
         memory_bytes_per_s=g.memory_bytes_per_s, bandwidth_efficiency=e.bandwidth, gemm_efficiency=e.gemm,
         gemm_half_tokens=e.gemm_half_tokens, attention_efficiency=e.attention,
-        link_bytes_per_s=link_bytes_per_s_per_direction * (1.0 if bus_measured else e.allreduce_bus),
+        link_bytes_per_s=link_bytes_per_s_per_direction * (e.allreduce_bus if link_bus is None else link_bus),
         allreduce_latency_s=e.allreduce_latency_s,
         per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
         elementwise_passes=e.elementwise_passes,
@@ -286,12 +293,12 @@ class Replica:
 def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,
             e: Efficiencies, compute_precision: str, link_bytes_per_s_per_direction: float = math.inf,
             mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None,
-            scale_up: bool = True, bus_measured: bool = False) -> Replica:
+            scale_up: bool = True, link_bus: float | None = None) -> Replica:
     shapes = m.layer_shapes(tp, kv_bytes_per_value=kv_bytes_per_value, bytes_per_weight=bytes_per_weight,
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
                                     link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-                                    scale_up=scale_up, bus_measured=bus_measured), tp)
+                                    scale_up=scale_up, link_bus=link_bus), tp)
 
 
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))

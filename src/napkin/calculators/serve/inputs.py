@@ -113,8 +113,7 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     catalogued = link
     if link is not None and tp > 1 and req.calibration:
         link = measured_link(req, m, tp, link, r)
-    measured = link is not None and link != catalogued  # a calibration's bus bandwidth: the ring's achieved rate
-    measured_bus = link
+    measured = link if link is not None and link != catalogued else None  # a calibration's bus bandwidth
     scale_out = (req.scale_out_bandwidth if req.scale_out_bandwidth is not None else
                  catalog.default_value("scale_out_bytes_per_s_per_gpu"))
     if link is not None:  # a TP group beyond the scale-up domain crosses the scale-out network
@@ -130,9 +129,19 @@ def setup(req: ServeRequest, r: Report) -> Setup:
                         link=link)
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
                           link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp,
-                          scale_up=scale_up, bus_measured=measured and link == measured_bus)
+                          scale_up=scale_up, link_bus=ring_fraction(r, g, tp, link, measured))
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
                  capacity, scale_out, by_hand=g is not base)
+
+
+def ring_fraction(r: Report, g: Accelerator, tp: int, link: float, measured: float | None) -> float | None:
+    """The fraction of the TP link a ring reaches where it is not the family's: 1 for a calibration's measured
+    bus bandwidth, PCIe's (recorded) for bridged cards that reach the rest of their server over PCIe."""
+    if measured is not None and link == measured:
+        return 1.0
+    if tp > g.scale_up_domain and rep.pcie_hop(g, link):
+        return resolve.assume_default(r, "pcie_allreduce_bus", unit="fraction", basis="catalog")
+    return None
 
 
 def allreduce_sweep(r: Report, g: Accelerator, e: rep.Efficiencies, *, message: float, link: float) -> None:

@@ -28,7 +28,7 @@ from napkin.formulas.comm import CURVE_LOG2_BYTES, row_sweeps
 from napkin.hardware import bytes_per_value
 
 from . import select
-from .hardware import columns, curve_at, hardware_rows, rows_of
+from .hardware import columns, curve_at, hardware_rows, ring_bus, rows_of
 from .request import PlanServeRequest, _scale_out, grid_size, replica_sizes
 
 CHUNK_CELLS = 24_576  # cells per chunk: ~200 kB a temporary, inside the caches of a laptop or a server core
@@ -220,7 +220,8 @@ class _Context:
         H = self.H
         import numpy as np
 
-        link = self.link(c) * H["allreduce_bus"][c.rows]
+        raw = self.link(c)
+        link = raw * ring_bus(H, c.rows, c.tp, raw)
         rates = {k[5:]: rows_of(v, c.rows) for k, v in H.items() if k.startswith("rate_")}
         curve = curve_at(H, c.rows, c.tp)
         if c.tp > 1:  # the all-reduce timed once per kind of row (link, latency, sweep), then gathered to the rows

@@ -117,6 +117,19 @@ def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
     return out
 
 
+def ring_bus(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
+    """The fraction of each row's TP link its ring reaches: the family's on its scale-up link, PCIe's where bridged
+    cards reach the rest of their server over PCIe (as `napkin serve` takes it, replica.pcie_hop)."""
+    import numpy as np
+
+    from napkin import catalog
+
+    host = np.asarray(rows_of(H["host_link"], rows))
+    pcie = (tp > np.asarray(rows_of(H["domain"], rows))) & np.isfinite(host) & (
+        link == np.minimum(host, np.asarray(rows_of(H["link"], rows))))
+    return np.where(pcie, catalog.default_value("pcie_allreduce_bus"), rows_of(H["allreduce_bus"], rows))
+
+
 def curve_at(H: dict[str, Any], rows: Any, tp: int) -> Any:
     """The rows' all-reduce sweeps for a TP group of ``tp`` (NaN where it leaves the scale-up domain, whose
     sweep it is; None when no row has one or nothing is all-reduced)."""

@@ -12,7 +12,7 @@ from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
 from . import grid as gr
-from .hardware import columns, rows_of
+from .hardware import columns, ring_bus, rows_of
 from .request import PlanServeRequest, _scale_out
 from .select import cost
 
@@ -51,7 +51,7 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
     h = c["hw"]
     curve = None if H["curve"] is None else np.where((H["domain"][h] >= c["tp"])[..., None], H["curve"][h], np.nan)
     rates = op.Rates(**{k[5:]: rows_of(v, h) for k, v in H.items() if k.startswith("rate_")},
-                     link_bytes_per_s=_link(req, c) * H["allreduce_bus"][h], allreduce_curve=curve)
+                     link_bytes_per_s=(raw := _link(req, c)) * ring_bus(H, h, c["tp"], raw), allreduce_curve=curve)
     m = g.model
     shapes = m.layer_shapes(c["tp"], kv_bytes_per_value=bytes_per_value(req.kv_precision, "kv_precision"),
                             bytes_per_weight=H["b_w"][h])
