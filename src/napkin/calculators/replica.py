@@ -66,6 +66,16 @@ def pcie_hop(g: Accelerator, link: float) -> bool:
     return host is not None and link == min(host, g.link_bytes_per_s_per_direction or math.inf)
 
 
+def pcie_ring_bus(r: Report, g: Accelerator, tp: int, link: float) -> float | None:
+    """PCIe's ring fraction (recorded, with its source) where a TP group of bridged cards reaches the rest of its
+    server over PCIe; None where the family's scale-up figure applies."""
+    if tp > g.scale_up_domain and pcie_hop(g, link):
+        from napkin.calculators import resolve
+
+        return resolve.assume_default(r, "pcie_allreduce_bus", unit="fraction", basis="catalog")
+    return None
+
+
 def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
     """What a TP group larger than g's scale-up domain crosses, and the rate per GPU its ring runs at (the
     slowest hop's: formulas.serving.tp_link_bytes_per_s), in words for warnings and notes."""

@@ -71,8 +71,7 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
     t.replica = rep.replica(m, g, tp=t.n_gpus, bytes_per_weight=t.bytes_per_param,
                             kv_bytes_per_value=t.kv_bytes_per_value, e=e, compute_precision=compute_precision,
                             link_bytes_per_s_per_direction=(link := tp_link(r, t)),
-                            link_bus=resolve.assume_default(r, "pcie_allreduce_bus", unit="fraction", basis="catalog")
-                            if t.n_gpus > g.scale_up_domain and rep.pcie_hop(g, link) else None,
+                            link_bus=rep.pcie_ring_bus(r, g, t.n_gpus, link),
                             scale_up=1 < t.n_gpus <= g.scale_up_domain and g.link_bytes_per_s_per_direction is not None)
     if req.params is not None and req.params != m.params:
         r.note(f"the operator model times {m.name}'s layers as the architecture has them "

@@ -139,9 +139,7 @@ def ring_fraction(r: Report, g: Accelerator, tp: int, link: float, measured: flo
     bus bandwidth, PCIe's (recorded) for bridged cards that reach the rest of their server over PCIe."""
     if measured is not None and link == measured:
         return 1.0
-    if tp > g.scale_up_domain and rep.pcie_hop(g, link):
-        return resolve.assume_default(r, "pcie_allreduce_bus", unit="fraction", basis="catalog")
-    return None
+    return rep.pcie_ring_bus(r, g, tp, link)
 
 
 def allreduce_sweep(r: Report, g: Accelerator, e: rep.Efficiencies, *, message: float, link: float) -> None:
