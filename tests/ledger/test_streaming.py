@@ -138,3 +138,66 @@ def test_pieces_are_whole_lines_and_add_up_to_the_log(lengths, size, tail, last_
     assert all(p.endswith(b"\n") for p in pieces[:-1])
     if max(lengths, default=0) + 1 <= size:
         assert all(len(p) <= size for p in pieces)
+
+
+def _edges() -> list:
+    """Each bound of the row check, the floats either side of it, and the values no bound admits."""
+    import math
+
+    from napkin.ledger import limits
+
+    out = [0.0, -0.0, 1.0, 2.5, -1.0, float("nan"), float("inf"), float("-inf"), None]
+    for bound in (limits.MAX_STEP, limits.MAX_T_WALL_S, -limits.MAX_T_WALL_S, limits.MAX_GPUS,
+                  limits.MAX_TOKENS_PER_STEP):
+        out += [bound, math.nextafter(bound, math.inf), math.nextafter(bound, -math.inf)]
+    return out
+
+
+EDGES = _edges()
+GOOD_ROW = (12.0, 1.7e9, 8.0, 4096.0)
+VALUES = st.sampled_from(EDGES) | st.floats(-1e3, 1e12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.none() | st.tuples(st.integers(0, 3), VALUES), min_size=1, max_size=6), st.booleans())
+def test_the_quick_row_check_agrees_with_the_full_one(changes, malformed):
+    """The numpy check that passes a whole piece (rows.py: _all_good) says yes exactly when the polars
+    expression that names each row's reason (_good) finds every row good: a null, a NaN, an infinity or a value
+    on either side of each bound, in any one field of a good row."""
+    import polars as pl
+
+    from napkin.ledger.readers import FIELDS
+    from napkin.ledger.readers.rows import _all_good, _good
+
+    rows = [list(GOOD_ROW) for _ in changes]
+    for row, change in zip(rows, changes):
+        if change is not None:
+            row[change[0]] = change[1]
+    df = pl.DataFrame(dict(zip(FIELDS, zip(*rows))), schema=dict.fromkeys(FIELDS, pl.Float64))
+    good = _good()
+    if malformed:
+        df = df.with_columns(pl.Series("_malformed", ["has 3 field(s)"] + [None] * (df.height - 1), pl.String))
+        good = good & pl.col("_malformed").is_null()
+    assert _all_good(df) == df.select(good.fill_null(False).all()).item()
+
+
+def test_the_quick_row_check_agrees_at_every_bound():
+    """Every field of a good row set to every edge value in turn, one row at a time: the quick check and the
+    full one agree on each."""
+    import polars as pl
+
+    from napkin.ledger.readers import FIELDS
+    from napkin.ledger.readers.rows import _all_good, _good
+
+    agreed = 0
+    for field in range(4):
+        for value in EDGES:
+            row = list(GOOD_ROW)
+            row[field] = value
+            df = pl.DataFrame(dict(zip(FIELDS, zip(row, GOOD_ROW))), schema=dict.fromkeys(FIELDS, pl.Float64))
+            assert _all_good(df) == df.select(_good().fill_null(False).all()).item(), (FIELDS[field], value)
+            agreed += _all_good(df)
+    # good: step 0, -0, 1, 2^53 - 1 and the whole-number bounds 253402300799 and 1e8 (6); t_wall every finite
+    # value within 253402300799 s either way (12); gpus 1, 2.5, 1e8 and the float below it (4); tokens every
+    # value from 0 to 5.3e31 (15)
+    assert agreed == 6 + 12 + 4 + 15

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from napkin.errors import InputError, quote
-from napkin.ledger import limits
 from napkin.ledger.readers import EPOCH_MIN_S, EPOCH_MS_MIN, FIELDS, LogRead, ReadOptions
 from napkin.ledger.readers.columns import Names, rename  # noqa: F401  (readers import rename from here)
+from napkin.ledger.readers.rows import skip_bad
 
 def is_text(key: str) -> bool:
     """A JSON key that is text (JSON may escape a lone surrogate, which is not)."""
@@ -153,7 +153,7 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
         df = tokens_per_step_from_cumulative(df, out, pieces)
     elif opts.tokens_per_step is None and not out.tokens_derived:
         out.tokens_column = True  # a column of the log: :func:`warn_if_cumulative` looks at how it grows
-    df = _skip_bad(df, out)
+    df = skip_bad(df, out)
     if out.origin is not None and df.height and df["step"][0] > out.origin[0]:
         # the run's start (--start, at step 0 or --start-step) as a record of its own: the steps before
         # the first logged one were paid from --start and are counted as run
@@ -161,8 +161,9 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
         start = pl.DataFrame({"line": [0], "step": [float(out.origin[0])], "t_wall": [out.origin[1]]},
                              schema={"line": pl.Int64, "step": pl.Float64, "t_wall": pl.Float64})
         df = pl.concat([pl.concat([start, first], how="horizontal"), df], how="diagonal_relaxed")
-    frame = df.select(["line", pl.col("step").cast(pl.Int64), *FIELDS[1:],
-                       *[c for c in df.columns if c not in FIELDS and c != "line"]]).rechunk()
+    # built from its columns (no query: a select waits for polars' thread pool, busy parsing the next pieces)
+    frame = pl.DataFrame([df["line"], df["step"].cast(pl.Int64), *(df[f] for f in FIELDS[1:]),
+                          *(df[c] for c in df.columns if c not in FIELDS and c != "line")]).rechunk()
     if out.frames is None:
         from napkin.ledger.readers.lines import FrameStore
 
@@ -211,69 +212,6 @@ def _options(df: Any, opts: ReadOptions, pieces: Pieces) -> Any:
                 span[0], span[1] = min(span[0], float(logged.min())), max(span[1], float(logged.max()))
         df = df.with_columns(pl.lit(float(opt), dtype=pl.Float64).alias(name))
     return df
-
-
-def _checks() -> list[tuple[Any, str]]:
-    """(condition, reason) of a row that cannot be a record, in the order a reason is chosen."""
-    import polars as pl
-
-    def nonfinite(f: str) -> Any:
-        return pl.col(f).is_nan() | pl.col(f).is_infinite()
-
-    return [
-        (pl.col("step").is_null(), "no step"),
-        (nonfinite("step"), "step is NaN or infinite"),
-        ((pl.col("step") < 0) | (pl.col("step") != pl.col("step").floor()), "step is not a whole number >= 0"),
-        (pl.col("step") >= limits.MAX_STEP, "step is 2^53 or more (no run takes that many steps)"),
-        (pl.col("t_wall").is_null(), "no readable t_wall"),
-        (nonfinite("t_wall"), "t_wall is NaN or infinite"),
-        (pl.col("t_wall").abs() > limits.MAX_T_WALL_S, "t_wall is past the year 9999"),
-        (nonfinite("gpus_allocated"), "gpus_allocated is NaN or infinite"),
-        (pl.col("gpus_allocated").is_null() | (pl.col("gpus_allocated") <= 0), "no gpus_allocated > 0"),
-        (pl.col("gpus_allocated") > limits.MAX_GPUS, f"gpus_allocated is over {limits.MAX_GPUS:.0e} (more GPUs "
-                                                    "than exist)"),
-        (nonfinite("tokens"), "tokens is NaN or infinite"),
-        (pl.col("tokens").is_null() | (pl.col("tokens") < 0), "no tokens >= 0"),
-        (pl.col("tokens") > limits.MAX_TOKENS_PER_STEP, f"tokens is over {limits.MAX_TOKENS_PER_STEP:.0e} "
-                                                        "(more than all the world's GPUs could process in a year)"),
-    ]
-
-
-def _good() -> Any:
-    """A row that can be a record, in one expression (polars orders NaN above every number, so a NaN or an
-    infinity falls outside each range; a null makes it null, read as not good)."""
-    import polars as pl
-
-    step, t = pl.col("step"), pl.col("t_wall")
-    return (step.is_between(0, limits.MAX_STEP, closed="left") & (step == step.floor())
-            & (t.abs() <= limits.MAX_T_WALL_S)
-            & pl.col("gpus_allocated").is_between(0, limits.MAX_GPUS, closed="right")
-            & pl.col("tokens").is_between(0, limits.MAX_TOKENS_PER_STEP, closed="both"))
-
-
-def _skip_bad(df: Any, out: LogRead) -> Any:
-    """Rows that cannot be records skipped and counted, with the first few reasons by line."""
-    import polars as pl
-
-    good = _good()
-    if "_malformed" in df.columns:
-        good = good & pl.col("_malformed").is_null()
-    if df.select(good.fill_null(False).all()).item():  # the usual piece: every row a record
-        return df.drop([c for c in ("_malformed",) if c in df.columns])
-    flagged = df.select((~good).fill_null(True).alias("_bad"))["_bad"]
-    rows = df.filter(flagged)
-    reason = pl.lit("cannot be a record", dtype=pl.String)
-    for cond, why in reversed(_checks()):
-        reason = pl.when(cond).then(pl.lit(why)).otherwise(reason)
-    if "_malformed" in rows.columns:
-        reason = pl.when(pl.col("_malformed").is_not_null()).then(pl.col("_malformed")).otherwise(reason)
-    first = rows.head(40).with_columns(reason.alias("_why"))
-    for why in first["_why"].unique(maintain_order=True).to_list():
-        out.skip(first.filter(pl.col("_why") == why)["line"].to_list(), why, count=0)
-    out.skipped_count += rows.height
-    out.skipped.sort()
-    del out.skipped[20:]
-    return df.filter(~flagged).drop([c for c in ("_malformed",) if c in df.columns])
 
 
 def tokens_per_step_from_cumulative(df: Any, out: LogRead, pieces: Pieces | None = None) -> Any:
