@@ -201,3 +201,45 @@ def test_the_quick_row_check_agrees_at_every_bound():
     # value within 253402300799 s either way (12); gpus 1, 2.5, 1e8 and the float below it (4); tokens every
     # value from 0 to 5.3e31 (15)
     assert agreed == 6 + 12 + 4 + 15
+
+
+def _report_or_error(path, **kw) -> object:
+    from napkin.errors import InputError
+
+    try:
+        return calculate("ledger", {"logs": [str(path)], "price": "2.5/h", **kw}).to_dict()
+    except InputError as e:
+        return f"error: {e}"
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from([1] * 12 + [0, -40, 3]),
+                                st.sampled_from([60.0] * 14 + [61.5, 0.0, 9000.0, 40000.0])),
+                      min_size=30, max_size=150),
+       back=st.none() | st.integers(1, 150), piece=st.sampled_from([96, 256, 2048]), unix=st.booleans(),
+       skip_bad_clock=st.booleans())
+def test_the_readers_early_pass_gives_the_report_the_two_passes_give(tmp_path_factory, monkeypatch, steps, back,
+                                                                     piece, unix, skip_bad_clock):
+    """The first pass made while the log is read (napkin.ledger.early) and the sums it keeps for the usual
+    chunks give exactly the report (or the error) that the two passes after the read give: steps that repeat,
+    roll back or jump, a clock that stalls, repeats or goes back, days that turn at midnight, Unix time or
+    seconds from the start, pieces of a few records."""
+    from napkin.ledger import early
+
+    rows, step, t = [], 0, (T0 + 23.5 * 3600) if unix else 50.0
+    for i, (ds, dt) in enumerate(steps):
+        step, t = max(step + ds, 0), t + (-30.0 if i == back else dt)  # a clock that goes back, at ``back``
+        rows.append(f"{step},{t},8,4096")
+    path = tmp_path_factory.mktemp("early") / "run.csv"
+    path.write_text("step,t_wall,gpus_allocated,tokens\n" + "\n".join(rows) + "\n")
+    kw = {"skip_bad_clock": True} if skip_bad_clock else {}
+    used: list = []
+    real = early.early_pass
+    with monkeypatch.context() as patch:  # one example's patches, undone before the next
+        patch.setattr(lines, "CHUNK_BYTES", piece)
+        patch.setattr(early, "early_pass", lambda frames: used.append(real(frames)) or used[-1])
+        with_early = _report_or_error(path, **kw)
+        patch.setattr(early, "early_pass", lambda frames: None)
+        assert with_early == _report_or_error(path, **kw)
+    if not skip_bad_clock and (back is None or back >= len(steps)):
+        assert used and used[0] is not None  # the shortcut was taken

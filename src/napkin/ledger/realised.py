@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napkin.errors import InputError
+from napkin.ledger.days import DayPart, Days
 from napkin.ledger.records import NotEnoughRecords
-from napkin.units import DAY, HOUR, MILLION, YEAR
+from napkin.units import HOUR, MILLION, YEAR
 from napkin.units import format as _fmt
 
 MAX_EVENTS = 20
@@ -142,6 +143,84 @@ def _pairs(c: Any, prev: _Carry | None) -> tuple[Any, ...]:
     return s, t, g, np.diff(t), np.diff(s)
 
 
+@dataclass
+class Quick:
+    """A chunk whose every pair moves forward, figured as the usual chunk is (every step new, none a gap); it
+    is taken so when the run's rules allow (:meth:`_Sums.usual`): no pair slower per step than the gap
+    threshold, no step past the last, and the record before it at the high-water step."""
+
+    max_rate: float  # the slowest pair's seconds per step
+    s_last: float
+    total: dict[str, float]
+    q: dict[str, Any] | None  # the per-pair arrays (an early pass keeps only their sums by day)
+    days: Any  # a napkin.ledger.days.DayPart of q, with ``origin`` given
+    carry: tuple[float, float, float, float]  # the _Carry after it
+
+
+def quick(c: Any, prev: _Carry | None, pairs: tuple[Any, ...] | None = None, *,
+          origin: float | None = None) -> Quick | None:
+    """The :class:`Quick` figures of chunk ``c`` after ``prev`` (by day from ``origin``, when given); None when a
+    pair does not move forward (or the chunk is the run's first record alone)."""
+    import numpy as np
+
+    s, t, g, dt, ds = pairs or _pairs(c, prev)
+    if not len(dt) or not bool(np.all(ds > 0)):
+        return None
+    k_next = c.tokens if prev is not None else c.tokens[1:]
+    gpu_s_pair = dt * g[:-1]
+    tokens = advanced_tokens(s[:-1], last_step=s[1:], tokens_per_step=k_next)  # every step new: = processed
+    q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": tokens, "processed_tokens": tokens,
+         "productive_s": dt, "wall_s": dt, "busy_gpu_seconds": gpu_s_pair}
+    total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(s[-1] - s[0]),
+             "advanced_tokens": float(tokens.sum()), "productive_s": float(t[-1] - t[0])}
+    total.update(processed_tokens=total["advanced_tokens"], busy_gpu_s=total["gpu_s"])
+    days = None if origin is None else DayPart.of(t, c.t_wall, q, origin)
+    return Quick(float((dt / ds).max()), float(s[-1]), total, q, days,
+                 (float(s[-1]), float(t[-1]), float(g[-1]), float(s[-1])))
+
+
+class _Sums:
+    """The run's sums, restarts and gaps, added a chunk at a time."""
+
+    def __init__(self, rec: Any, *, last: float, stride: float, med: float, gap_factor: float, days: Any):
+        self.rec, self.last, self.stride, self.med, self.gap_factor, self.days = rec, last, stride, med, gap_factor, days
+        self.sums = dict.fromkeys(("gpu_s", "processed_steps", "advanced_tokens", "processed_tokens", "productive_s",
+                                   "busy_gpu_s"), 0.0)
+        self.rollbacks = self.gaps = 0
+        self.events: list[dict] = []
+
+    def usual(self, qk: Quick | None, prev: _Carry | None) -> bool:
+        """Every step of the chunk new and none a gap: its :class:`Quick` figures hold."""
+        return (qk is not None and (prev is None or prev.step >= prev.high) and qk.s_last <= self.last
+                and (self.med <= 0 or qk.max_rate <= self.gap_factor * self.med))
+
+    def add(self, total: dict[str, float]) -> None:
+        for key, value in total.items():
+            self.sums[key] += value
+
+    def chunk(self, c: Any, prev: _Carry | None) -> _Carry:
+        """Chunk ``c`` after ``prev`` added; the carry after it."""
+        pairs = _pairs(c, prev)
+        s, t, g, dt, ds = pairs
+        if not len(dt):  # the run's first record alone: no pair yet
+            return _Carry(float(s[-1]), float(t[-1]), float(g[-1]), float(s[-1]))
+        qk = quick(c, prev, pairs)
+        if self.usual(qk, prev):
+            assert qk is not None and qk.q is not None
+            q, total, high_end = qk.q, qk.total, qk.s_last
+        else:
+            k_next = c.tokens if prev is not None else c.tokens[1:]
+            q, total, counts, found, high_end = _pairs_in_full(
+                c, prev, s, t, g, dt, ds, k_next, last=self.last, stride=self.stride, med=self.med,
+                gap_factor=self.gap_factor, room=max(MAX_EVENTS - len(self.events), 0), rec=self.rec)
+            self.rollbacks, self.gaps = self.rollbacks + counts[0], self.gaps + counts[1]
+            self.events += found
+        self.add(total)
+        if self.days is not None:
+            self.days.add(t, c.t_wall, q)
+        return _Carry(float(s[-1]), float(t[-1]), float(g[-1]), high_end)
+
+
 def _medians(rec: Any) -> dict[str, Any]:
     """The medians the rules need, and the extremes (gathered by the records' check)."""
     from napkin.ledger.median import median
@@ -154,9 +233,9 @@ def _medians(rec: Any) -> dict[str, Any]:
 
 def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Ledger:
     """Totals, restarts and per-day figures of ``rec`` (a :class:`napkin.ledger.records.Records`), in two passes
-    over its records: the medians, then the sums (per day only where the log has a clock per record)."""
-    import numpy as np
-
+    over its records: the medians, then the sums (per day only where the log has a clock per record). When the
+    reader made the first pass as it read (``rec.early``), the second reads again only the chunks that are not
+    the usual kind."""
     s0, t0 = rec.first[:2]
     last, t_last = rec.last[:2]
     span = t_last - t0
@@ -174,40 +253,23 @@ def analyse(rec: Any, *, usd_per_gpu_hour: float, gap_factor: float = 5.0) -> Le
                                f"{int(s0)} (it ends at {int(last)}): no forward progress to divide by",
                                "give the log up to a later step")
     stride, med = float(m["stride"]), float(m["med"])
-    days = _Days(rec, t0, t_last) if rec.clock_per_record else None
-    sums = dict.fromkeys(("gpu_s", "processed_steps", "advanced_tokens", "processed_tokens", "productive_s",
-                          "busy_gpu_s"), 0.0)
-    rollbacks = gaps = 0
-    events: list[dict] = []
+    days = Days(rec, t0, t_last) if rec.clock_per_record else None
+    acc = _Sums(rec, last=last, stride=stride, med=med, gap_factor=gap_factor, days=days)
     prev: _Carry | None = None
-    for c in rec.chunks():
-        s, t, g, dt, ds = _pairs(c, prev)
-        if not len(dt):  # the run's first record alone: no pair yet
-            prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), float(s[-1]))
-            continue
-        k_next = c.tokens if prev is not None else c.tokens[1:]
-        monotone = (prev is None or prev.step >= prev.high) and bool(np.all(ds > 0)) and s[-1] <= last
-        if monotone and (med <= 0 or float((dt / ds).max()) <= gap_factor * med):
-            # the usual chunk: every step new, none a gap, so steps run = new steps and productive = wall time
-            gpu_s_pair = dt * g[:-1]
-            tokens = advanced_tokens(s[:-1], last_step=s[1:], tokens_per_step=k_next)  # every step new: = processed
-            q = {"gpu_seconds": gpu_s_pair, "advanced_tokens": tokens, "processed_tokens": tokens,
-                 "productive_s": dt, "wall_s": dt, "busy_gpu_seconds": gpu_s_pair}
-            total = {"gpu_s": float(gpu_s_pair.sum()), "processed_steps": float(s[-1] - s[0]),
-                     "advanced_tokens": float(tokens.sum()), "productive_s": float(t[-1] - t[0])}
-            total.update(processed_tokens=total["advanced_tokens"], busy_gpu_s=total["gpu_s"])
-            high_end = float(s[-1])
-        else:
-            q, total, counts, found, high_end = _pairs_in_full(c, prev, s, t, g, dt, ds, k_next, last=last,
-                                                               stride=stride, med=med, gap_factor=gap_factor,
-                                                               room=max(MAX_EVENTS - len(events), 0), rec=rec)
-            rollbacks, gaps = rollbacks + counts[0], gaps + counts[1]
-            events += found
-        for key, value in total.items():
-            sums[key] += value
-        if days is not None:
-            days.add(t, c.t_wall, q)
-        prev = _Carry(float(s[-1]), float(t[-1]), float(g[-1]), high_end)
+    if rec.early is None:
+        for c in rec.chunks():
+            prev = acc.chunk(c, prev)
+    else:  # the reader's pass has the usual chunks' figures: only the others are read again
+        for item in rec.early.items:
+            qk = item.quick
+            if acc.usual(qk, prev) and (days is None or (qk.days is not None and qk.days.origin == days.origin)):
+                acc.add(qk.total)
+                if days is not None:
+                    days.merge(qk.days)
+                prev = _Carry(*item.quick.carry)
+            else:
+                prev = acc.chunk(rec.chunk_again(item.frame, item.prev), prev)
+    sums, rollbacks, gaps, events = acc.sums, acc.rollbacks, acc.gaps, acc.events
     gpu_s = sums["gpu_s"]
     led = Ledger(
         usd_per_gpu_hour=usd_per_gpu_hour, first_step=int(s0), last_step=int(last), max_step=int(m["max_step"]),
@@ -258,67 +320,6 @@ def _pairs_in_full(c: Any, prev: _Carry | None, s: Any, t: Any, g: Any, dt: Any,
         })
     high_end = float(max(high[-1], s[-1])) if len(high) else float(s[-1])
     return q, total, (int((~forward).sum()), int(gap.sum())), events, high_end
-
-
-class _Days:
-    """Additive per-pair quantities split over calendar days (UTC; from the first record when the clock is
-    not Unix time), pro rata across midnight, a chunk at a time."""
-
-    def __init__(self, rec: Any, t0: float, t_last: float):
-        import numpy as np
-
-        self.absolute = rec.time_absolute
-        self.origin = 0.0 if rec.time_absolute else t0
-        self.lo = int(np.floor((t0 - self.origin) / DAY))
-        self.n = int(np.floor((t_last - self.origin) / DAY)) - self.lo + 1
-        self.sums: dict[str, Any] = {}
-        self.counts = np.zeros(self.n, dtype=np.int64)
-
-    def add(self, t: Any, records_t: Any, q: dict[str, Any]) -> None:
-        import numpy as np
-
-        if not self.sums:
-            self.sums = {name: np.zeros(self.n) for name in q}
-        d_first, d_last = (int(np.floor((x - self.origin) / DAY)) - self.lo for x in (t[0], t[-1]))
-        if d_first == d_last:  # the usual chunk: all in one day (time is in order)
-            for name, arr in q.items():
-                self.sums[name][d_first] += arr.sum()
-            self.counts[d_first] += len(records_t)
-            return
-        day = (np.floor((t - self.origin) / DAY)).astype(np.int64) - self.lo
-        day0, day1 = day[:-1], day[1:]
-        starts = np.concatenate([[0], np.flatnonzero(day0[1:] != day0[:-1]) + 1])  # day0 never falls: time is in order
-        for name, arr in q.items():
-            self.sums[name][day0[starts]] += np.add.reduceat(arr, starts)
-        for i in np.flatnonzero(day1 != day0):  # few: at most one per midnight
-            a, b = float(t[i]), float(t[i + 1])
-            if b <= a:
-                continue
-            for name, arr in q.items():  # move the whole pair out of its first day, then split it
-                self.sums[name][day0[i]] -= arr[i]
-            for k in range(int(day0[i]), int(day1[i]) + 1):
-                start = max(a, self.origin + (k + self.lo) * DAY)
-                end = min(b, self.origin + (k + self.lo + 1) * DAY)
-                for name, arr in q.items():
-                    self.sums[name][k] += arr[i] * (end - start) / (b - a)
-        rd = day[len(day) - len(records_t):]
-        self.counts += np.bincount(rd, minlength=self.n)
-
-    def table(self, usd_per_gpu_hour: float) -> list[dict]:
-        import datetime as _dt
-
-        out = []
-        for j in range(self.n):
-            if self.sums["wall_s"][j] <= 0 and self.counts[j] == 0:
-                continue
-            label = (_dt.datetime.fromtimestamp((self.lo + j) * DAY, _dt.UTC).strftime("%Y-%m-%d") if self.absolute
-                     else f"day {self.lo + j + 1}")
-            day = {"date": label, "records": int(self.counts[j]),
-                   **{n: float(v[j]) for n, v in self.sums.items() if n != "busy_gpu_seconds"}}
-            day["usd"] = day["gpu_seconds"] / HOUR * usd_per_gpu_hour
-            day["busy_gpu_seconds"] = float(self.sums["busy_gpu_seconds"][j])
-            out.append(day)
-        return out
 
 
 # ----------------------------------------------------------------------- running (live)

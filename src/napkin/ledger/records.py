@@ -95,6 +95,7 @@ class Records:
     last: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)
     jump: tuple[float, int, int, float, float] = (0.0, 0, 0, 0.0, 0.0)  # the clock's largest step: s, source, line,
     # from, to
+    early: Any = None  # the reader's pass over one log's records (napkin.ledger.early.EarlyPass), when it holds
 
     @classmethod
     def of(cls, *, step: Any, t_wall: Any, gpus: Any, tokens: Any, line: Any, source: Any, sources: list[str],
@@ -128,25 +129,39 @@ class Records:
             return
         prev: tuple[float, float, int, int] | None = None  # step, t_wall, source, line of the last handed out
         for c in self._raw():
-            if prev is not None and c.source[0] != prev[2] and c.t_wall[0] < prev[1]:
-                self._overlap(prev, c)
-            t, s = c.t_wall, c.step
-            dt = np.diff(t)
-            if not (np.all(dt >= 0) and (prev is None or t[0] >= prev[1])):
-                i = 0 if prev is not None and t[0] < prev[1] else int(np.flatnonzero(dt < 0)[0]) + 1
-                before = prev if i == 0 else (s[i - 1], t[i - 1], c.source[i - 1], c.line[i - 1])
-                self._backwards(before, c, i)
-            dup = np.zeros(len(c), dtype=bool)
-            dup[1:] = np.diff(s) == 0  # the step logged again (time is in order here): no step of its own
-            if prev is not None:
-                dup[0] = s[0] == prev[0]
-            if dup.any():
-                if counting:
-                    self.duplicates += int(dup.sum())
-                c = c.take(np.flatnonzero(~dup))
+            c = self.in_order(c, prev)
             if len(c):
-                prev = (float(c.step[-1]), float(c.t_wall[-1]), int(c.source[-1]), int(c.line[-1]))
+                prev = last_of(c)
                 yield c
+
+    def in_order(self, c: Chunk, prev: tuple[float, float, int, int] | None) -> Chunk:
+        """``c`` after ``prev`` (step, t_wall, source, line of the record before it): an error where time goes
+        backwards or two logs overlap, its duplicates dropped (and counted, in a counting pass)."""
+        import numpy as np
+
+        if prev is not None and c.source[0] != prev[2] and c.t_wall[0] < prev[1]:
+            self._overlap(prev, c)
+        t, s = c.t_wall, c.step
+        dt = np.diff(t)
+        if not (np.all(dt >= 0) and (prev is None or t[0] >= prev[1])):
+            i = 0 if prev is not None and t[0] < prev[1] else int(np.flatnonzero(dt < 0)[0]) + 1
+            before = prev if i == 0 else (s[i - 1], t[i - 1], c.source[i - 1], c.line[i - 1])
+            self._backwards(before, c, i)
+        dup = np.zeros(len(c), dtype=bool)
+        dup[1:] = np.diff(s) == 0  # the step logged again (time is in order here): no step of its own
+        if prev is not None:
+            dup[0] = s[0] == prev[0]
+        if dup.any():
+            if self._counting:
+                self.duplicates += int(dup.sum())
+            c = c.take(np.flatnonzero(~dup))
+        return c
+
+    def chunk_again(self, frame: int, prev: tuple[float, float, int, int] | None) -> Chunk:
+        """The records of the log's ``frame``-th frame as :meth:`chunks` hands them out after ``prev`` (one log,
+        its clock in order: the records an early pass saw)."""
+        source, part = self.parts[0]
+        return self.in_order(_chunk(part._load(frame), source, self.offsets.get(source, 0.0)), prev)
 
     def _raw(self) -> Iterator[Chunk]:
         for source, part in self.parts:
@@ -251,9 +266,12 @@ class Records:
 
         self.duplicates = self.bad_clock_count = 0
         self.bad_clock = []
-        tally = Tally()
-        for c in self.chunks(counting=True):
-            tally.add(c)
+        if self.early is not None:  # the reader's pass over these records, as they came
+            tally, self.duplicates = self.early.tally, self.early.duplicates
+        else:
+            tally = Tally()
+            for c in self.chunks(counting=True):
+                tally.add(c)
         self.tally = tally
         self.n = n = tally.n
         if tally.first is None or tally.last is None:
@@ -329,6 +347,11 @@ class Tally:
         self.n += len(c)
 
 
+def last_of(c: Chunk) -> tuple[float, float, int, int]:
+    """(step, t_wall, source, line) of the last record of ``c``."""
+    return float(c.step[-1]), float(c.t_wall[-1]), int(c.source[-1]), int(c.line[-1])
+
+
 def _fmt_t(t: float, absolute: bool) -> str:
     if absolute:
         try:
@@ -360,6 +383,10 @@ def combine(reads: list[Any], *, skip_bad_clock: bool = False) -> Records:
     rec = Records(parts=[(i, reads[i].frames) for i in order], sources=[r.path for r in reads],
                   time_absolute=absolute, location=reads[0].location, chained=chained, offsets=offsets,
                   skip_bad_clock=skip_bad_clock, clock_per_record=all(r.clock_per_record for r in reads))
+    if len(reads) == 1 and not skip_bad_clock and order:
+        from napkin.ledger.early import early_pass
+
+        rec.early = early_pass(reads[0].frames)
     if not order:
         shown = reads[0]
         detail = ""

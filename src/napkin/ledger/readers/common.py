@@ -165,9 +165,10 @@ def finish(df: Any, opts: ReadOptions, out: LogRead, pieces: Pieces | None = Non
     frame = pl.DataFrame([df["line"], df["step"].cast(pl.Int64), *(df[f] for f in FIELDS[1:]),
                           *(df[c] for c in df.columns if c not in FIELDS and c != "line")]).rechunk()
     if out.frames is None:
+        from napkin.ledger.early import EarlyPass
         from napkin.ledger.readers.lines import FrameStore
 
-        out.frames = FrameStore(opts.budget)
+        out.frames = FrameStore(opts.budget, watch=EarlyPass(out))
     out.frames.append(frame)
     pieces.first = False
     if whole:

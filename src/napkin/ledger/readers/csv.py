@@ -25,7 +25,7 @@ NUMERIC = ("step", "gpus_allocated", "tokens")
 NOT_UTF8 = "is not UTF-8 text"
 TOO_LONG = "is longer than 16 MiB (not a log line)"
 PARSERS = 2  # threads parsing pieces (see frames)
-AHEAD = 3  # pieces parsed ahead of the one being finished
+AHEAD = 2  # pieces parsed ahead of the one being finished
 # one field of an RFC 4180 line, with the comma before it: "quoted, ""escaped""" or bare
 FIELD_RX = r'(?:^|,)(?:[ \t]*"(?:[^"]|"")*"[ \t]*|[^,"]*)'
 
@@ -266,8 +266,8 @@ def frames(src: Source, opts: ReadOptions, label: str, out: LogRead, names: Any 
     decisions of :mod:`~napkin.ledger.readers.columns`), only the columns that are fields are read.
 
     Two threads parse the next pieces while the caller finishes this one (polars lets go of the GIL while it
-    parses), at most three pieces ahead: one polars call on an 8 MiB piece leaves a core idle in its serial
-    steps, two at once keep both busy (the parse of a 3M-row log: 0.32 s with one thread, 0.24 s with two on
+    parses), at most two pieces ahead: one polars call on an 8 MiB piece leaves a core idle in its serial
+    steps, two at once keep both busy (the parse of a 3M-row log: 0.32 s with one thread, 0.24-0.27 s with two on
     a 2-core machine, as fast as polars reading the whole file at once)."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor

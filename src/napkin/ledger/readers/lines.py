@@ -133,11 +133,12 @@ class Budget:
 class FrameStore:
     """Frames in log order: in memory until the budget is spent, then in a temporary file."""
 
-    def __init__(self, budget: Budget | None = None, frames: list[Any] | None = None):
+    def __init__(self, budget: Budget | None = None, frames: list[Any] | None = None, watch: Any = None):
         self.budget = budget or Budget()
         self.parts: list[Any] = []  # a DataFrame, or (offset, length) in the spill file
         self.heights: list[int] = []
         self.spill: BinaryIO | None = None
+        self.watch = watch  # called with each frame kept (napkin.ledger.early.EarlyPass)
         for f in frames or []:
             self.append(f)
 
@@ -158,6 +159,8 @@ class FrameStore:
             df.write_ipc(self.spill, compression="uncompressed")
             self.parts.append((at, self.spill.tell() - at))
         self.heights.append(df.height)
+        if self.watch is not None:
+            self.watch(df)
 
     def _load(self, i: int) -> Any:
         import polars as pl
