@@ -183,7 +183,8 @@ class _Sums:
     """The run's sums, restarts and gaps, added a chunk at a time."""
 
     def __init__(self, rec: Any, *, last: float, stride: float, med: float, gap_factor: float, days: Any):
-        self.rec, self.last, self.stride, self.med, self.gap_factor, self.days = rec, last, stride, med, gap_factor, days
+        self.rec, self.last, self.stride, self.med = rec, last, stride, med
+        self.gap_factor, self.days = gap_factor, days
         self.sums = dict.fromkeys(("gpu_s", "processed_steps", "advanced_tokens", "processed_tokens", "productive_s",
                                    "busy_gpu_s"), 0.0)
         self.rollbacks = self.gaps = 0
