@@ -18,15 +18,16 @@ from napkin.formulas import serving as sv
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Every call of the operator model's step, with the tokens and shapes each was given."""
+    """Every call of the operator model's step (its operators, as step_operators' table and step_seconds' time
+    alone both take them), with the tokens and shapes each was given."""
     seen: list[tuple] = []
-    real = op.step_operators
+    real = op._operators
 
     def spy(tokens, **kw):
         seen.append((tokens, kw))
         return real(tokens, **kw)
 
-    monkeypatch.setattr(op, "step_operators", spy)
+    monkeypatch.setattr(op, "_operators", spy)
     return seen
 
 

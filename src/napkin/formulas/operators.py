@@ -105,7 +105,7 @@ def gemm_efficiency(tokens: Any, *, max_efficiency: Any, half_tokens: Any) -> An
 
 
 def gemm_flops_per_s(tokens: Any, *, rates: Rates) -> Any:
-    """achieved = peak · max(η(M), ε)
+    """achieved = peak · η_max · max(M / (M + M_½), ε)
 
     The FLOP/s a GEMM with M = ``tokens`` rows reaches (η(M): gemm_efficiency), floored above 0.
     The GEMMs of a step that share M and the rates (QKV and the attention output; an MLP's in and
@@ -114,28 +114,39 @@ def gemm_flops_per_s(tokens: Any, *, rates: Rates) -> Any:
     fraction of it; η(M) carries that.
     Source: as gemm_efficiency (Bekman's MAMF table; vLLM pull requests #17126 and #19566).
     """
-    eta = gemm_efficiency(tokens, max_efficiency=rates.gemm_efficiency, half_tokens=rates.gemm_half_tokens)
-    return rates.dense_flops_per_s * _maximum(eta, _TINY)
+    # η_max · (M / (M + M_½)) with the peak: on a swept grid the token axis and the hardware rows meet once
+    share = gemm_efficiency(tokens, max_efficiency=1.0, half_tokens=rates.gemm_half_tokens)
+    return (rates.dense_flops_per_s * rates.gemm_efficiency) * _maximum(share, _TINY)
 
 
 def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Rates, count: Any = 1.0,
-                achieved: Any = None) -> OperatorTime:
+                achieved: Any = None, on: Any = None) -> OperatorTime:
     """t = count · max((K·N·b_w + M·(K + N)·b_a) / (bw · η_bw), 2·M·K·N / (peak · η(M)))
 
     ``count`` identical GEMMs of an [M × K] activation by a [K × N] weight: the weight is read
     once per GEMM, the activations in and out, and 2·M·K·N FLOPs are done; ``achieved`` is
-    peak · η(M) (gemm_flops_per_s) when the caller has it already.
+    peak · η(M) (gemm_flops_per_s) when the caller has it already. Given ``on`` (M > 0, the caller's),
+    one GEMM's time alone: bytes, FLOPs and roof times None.
     Trap: adding the memory and compute times (a kernel streams and computes at once), or one
     max over the whole step (the weights' GEMMs and the KV cache's attention are different
     kernels: at a large batch the step is their sum).
     Source: Williams et al. 2009 (roofline); NVIDIA, Matrix Multiplication Background User's
     Guide (arithmetic intensity of a GEMM).
     """
+    if achieved is None:
+        achieved = gemm_flops_per_s(tokens, rates=rates)
+    if on is not None and isinstance(count, (int, float)) and count == 1.0:
+        # the time alone (a planner's grid): the cell's work is on·X with on 0 or 1, so on multiplies the
+        # time at the end (X / c · 1 is X / c; 0 either way): the same value, three array passes fewer
+        seconds = _maximum((k * n * bytes_per_weight + tokens * ((k + n) * ACTIVATION_BYTES))
+                           / (rates.memory_bytes_per_s * rates.bandwidth_efficiency),
+                           ((2.0 * k * n) * tokens) / achieved)
+        if on is True and isinstance(n, (int, float)) and n > 0:  # every cell has tokens: nothing to gate
+            return OperatorTime(None, None, None, None, seconds)
+        return OperatorTime(None, None, None, None, seconds * (on * (n > 0)))
     on = (tokens > 0) * (count * (n > 0))  # the constants multiplied first: a swept grid's arrays once each
     moved = on * (k * n * bytes_per_weight + tokens * ((k + n) * ACTIVATION_BYTES))
     flops = (2.0 * k * n) * tokens * on
-    if achieved is None:
-        achieved = gemm_flops_per_s(tokens, rates=rates)
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
     comp = flops / achieved
     return OperatorTime(moved, flops, mem, comp, _maximum(mem, comp))
@@ -174,7 +185,17 @@ def _scale(op: OperatorTime, factor: Any) -> OperatorTime:
     return OperatorTime(*(None if v is None else factor * v for v in op))
 
 
-def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True) -> OperatorTime:
+def _same_rate(a: Any, b: Any) -> bool:
+    """Whether two rates are the same values (a catalog's scalar, or the planner's per-row arrays)."""
+    if a is b:
+        return True
+    import numpy as np
+
+    return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+
+
+def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True, achieved: Any = None,
+             on: Any = None) -> OperatorTime:
     """t_mlp = (1 − f_moe) · t_dense(M) + f_moe · (t_experts + t_shared)
 
     Dense layers run two GEMMs (in, out). An MoE layer runs, for each of the E_touched routed
@@ -182,15 +203,19 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool 
     Trap: counting the routed experts at the batch's M rows: each expert sees only its share, so
     its GEMM is small and memory-bound long after a dense one would be compute-bound.
     Source: Fedus et al. 2022, Switch Transformers; DeepSeek-V3 (arXiv:2412.19437), shared experts.
-    ``keep_work=False`` sums the time alone (bytes, FLOPs and roof times None).
+    ``keep_work=False`` sums the time alone (bytes, FLOPs and roof times None); ``achieved`` (peak · η(M)
+    at the projections' rates) and ``on`` (M > 0), when the caller has them, are reused (see linear_time).
     """
     w = shapes.mlp_bytes_per_weight
+    same = _same_rate(rates.mlp_flops_per_s, rates.dense_flops_per_s) and \
+        _same_rate(rates.mlp_gemm_efficiency, rates.gemm_efficiency)
     rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
-    a = gemm_flops_per_s(tokens, rates=rates)  # both GEMMs (and the shared experts') have M = tokens
+    # both GEMMs (and the shared experts') have M = tokens: the projections' rate when the MLP runs at theirs
+    a = achieved if achieved is not None and same else gemm_flops_per_s(tokens, rates=rates)
     dense = _add(linear_time(tokens, k=shapes.d_model, n=shapes.mlp_in_out, bytes_per_weight=w, rates=rates,
-                             achieved=a),
+                             achieved=a, on=on),
                  linear_time(tokens, k=shapes.mlp_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,
-                             achieved=a), work=keep_work)
+                             achieved=a, on=on), work=keep_work)
     if isinstance(shapes.moe_fraction, (int, float)) and shapes.moe_fraction == 0:
         return dense  # a dense model (a property of the model, not of a value swept): its expert terms are all 0
     touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
@@ -226,13 +251,15 @@ def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, r
     dec_flops = kv_tokens * shapes.attn_flops_per_kv_token
     pre_flops = prefill_pairs * shapes.attn_flops_per_kv_token
     dec = _maximum(mem, dec_flops / peak)
-    if not keep_work:  # the time alone (a planner's grid)
-        return OperatorTime(None, None, None, None, dec + pre_flops / peak)
+    if not keep_work:  # the time alone (a planner's grid); a decode-only step adds 0/peak, exactly nothing
+        import numpy as np
+
+        return OperatorTime(None, None, None, None, dec if not np.any(prefill_pairs) else dec + pre_flops / peak)
     return OperatorTime(kv_tokens * shapes.kv_bytes_per_token, dec_flops + pre_flops, mem,
                         (dec_flops + pre_flops) / peak, dec + pre_flops / peak)
 
 
-def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> OperatorTime:
+def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True) -> OperatorTime:
     """t = M · (passes · d + a_mlp) · b_a / (bw · η_bw),   a_mlp = (width in + width out) of the MLP's activation
 
     Norms, rotary embedding and residual adds read and write M × d activations a few times per
@@ -248,6 +275,8 @@ def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates) -> Opera
         + shapes.moe_fraction * moe
     moved = tokens * (widths * ACTIVATION_BYTES)
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
+    if not keep_work:  # the time alone
+        return OperatorTime(None, None, None, None, mem)
     zero = 0.0 * moved  # no compute roof: zeros of the work's shape
     return OperatorTime(moved, zero, mem, zero, mem)
 
@@ -284,7 +313,7 @@ def allreduce_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, tp: Any,
     return OperatorTime(volume, zero, volume / rates.link_bytes_per_s, zero, seconds)
 
 
-def fixed_time(seconds: Any) -> OperatorTime:
+def fixed_time(seconds: Any, *, keep_work: bool = True) -> OperatorTime:
     """t = a fixed cost (kernel launches, synchronisation, scheduling, sampling)
 
     A step with prompt tokens launches its kernels one by one; serving engines capture the
@@ -294,6 +323,8 @@ def fixed_time(seconds: Any) -> OperatorTime:
     Source: the per-layer and per-step costs are fitted to published serving runs
     (catalog/efficiency.toml [fitted], `napkin validate --fit`), leave-sources-out.
     """
+    if not keep_work:  # the time alone
+        return OperatorTime(None, None, None, None, seconds)
     zero = 0.0 * seconds
     return OperatorTime(zero, zero, zero, zero, seconds)
 
@@ -303,7 +334,7 @@ OPERATORS = ("qkv", "attention_out", "mlp", "attention", "elementwise", "allredu
 
 
 def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
-                   rates: Rates, tp: Any, keep_work: bool = True) -> dict[str, OperatorTime]:
+                   rates: Rates, tp: Any) -> dict[str, OperatorTime]:
     """{operator: its work and time} in one step; their sum is the step's time (see step_seconds)
 
     qkv, attention_out, mlp (or experts), attention (decode over C cached tokens + prefill over Π
@@ -313,32 +344,38 @@ def step_operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: A
     done by different kernels, so at a large batch the step is close to the sum of their times.
     Source: the roofline per operator (Williams et al. 2009) summed over kernels, as in Yuan et al.
     2024, LLM Inference Unveiled: Survey and Roofline Model Insights (arXiv:2402.16363).
-
-    ``keep_work=False`` (step_seconds: the time alone) leaves the per-layer operators' bytes, FLOPs and
-    roof times as None rather than scaling them to the L layers.
     """
+    per_layer, per_step = _operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
+                                     shapes=shapes, rates=rates, tp=tp, keep_work=True)
+    ops = {k: _scale(o, shapes.n_layers) for k, o in per_layer.items()} | per_step
+    return {k: ops[k] for k in OPERATORS}
+
+
+def _operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
+               rates: Rates, tp: Any, keep_work: bool) -> tuple[dict[str, OperatorTime], dict[str, OperatorTime]]:
+    """The step's operators: ({one layer's}, {once per step}); ``keep_work=False`` gives their times alone
+    (bytes, FLOPs and roof times None)."""
     L = shapes.n_layers
     w = shapes.bytes_per_weight
     on = tokens > 0
-
-    def layers(o: OperatorTime) -> OperatorTime:
-        return _scale(o, L) if keep_work else OperatorTime(None, None, None, None, L * o.seconds)
-
+    gate = None if keep_work else _all_or(on)  # the time alone: each GEMM's time gated by M > 0 at its end
     a = gemm_flops_per_s(tokens, rates=rates)  # QKV and the attention output: the same M and rates
+    per_layer = rates.per_layer_s * (prefill_pairs > 0) + rates.per_layer_decode_s * (prefill_pairs <= 0)
     return {
-        "qkv": layers(linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates,
-                                  achieved=a)),
-        "attention_out": layers(linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
-                                            rates=rates, achieved=a)),
-        "mlp": layers(mlp_time(tokens, shapes=shapes, rates=rates, keep_work=keep_work)),
-        "attention": layers(attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates,
-                                           keep_work=keep_work)),
-        "elementwise": layers(elementwise_time(tokens, shapes=shapes, rates=rates)),
-        "allreduce": layers(allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp, link_time=keep_work)),
-        "layer_overhead": fixed_time(L * on * (rates.per_layer_s * (prefill_pairs > 0)
-                                               + rates.per_layer_decode_s * (prefill_pairs <= 0))),
-        "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates),
-        "step_overhead": fixed_time(rates.per_step_s * on),
+        "qkv": linear_time(tokens, k=shapes.d_model, n=shapes.qkv_out, bytes_per_weight=w, rates=rates,
+                           achieved=a, on=gate),
+        "attention_out": linear_time(tokens, k=shapes.attn_out_in, n=shapes.d_model, bytes_per_weight=w,
+                                     rates=rates, achieved=a, on=gate),
+        "mlp": mlp_time(tokens, shapes=shapes, rates=rates, keep_work=keep_work, achieved=a, on=gate),
+        "attention": attention_time(kv_tokens, prefill_pairs=prefill_pairs, shapes=shapes, rates=rates,
+                                    keep_work=keep_work),
+        "elementwise": elementwise_time(tokens, shapes=shapes, rates=rates, keep_work=keep_work),
+        "allreduce": allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp, link_time=keep_work),
+    }, {
+        "layer_overhead": fixed_time(L * on * per_layer, keep_work=keep_work),
+        "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates,
+                               on=None if keep_work else _all_or(logits > 0)),
+        "step_overhead": fixed_time(rates.per_step_s * on, keep_work=keep_work),
     }
 
 
@@ -357,41 +394,23 @@ def total_seconds(ops: dict[str, OperatorTime]) -> Any:
     return total
 
 
+def _all_or(on: Any) -> Any:
+    """True when every cell of ``on`` is (a GEMM's time needs no gate), else ``on``."""
+    import numpy as np
+
+    return True if bool(np.all(on)) else on
+
+
 def step_seconds(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
                  rates: Rates, tp: Any) -> Any:
-    """t_step = Σ_operators t_op   (step_operators, combined by total_seconds)
+    """t_step = Σ_operators t_op   (step_operators' operators, their times alone, combined by total_seconds)
 
     Trap: treating the whole step as one kernel, max(bytes, FLOPs): that hides the KV read behind
     the weights' arithmetic at large batch and comes out about a third short.
     Source: Williams et al. 2009 (roofline), per operator and summed.
     """
-    return total_seconds(step_operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
-                                        shapes=shapes, rates=rates, tp=tp, keep_work=False))
-
-
-BINDING = ("bandwidth", "compute", "communication", "fixed costs")  # the classes :func:`binding` indexes
-GEMMS = ("qkv", "attention_out", "mlp", "lm_head")  # the weight GEMMs of a step
-
-
-def binding(ops: dict[str, OperatorTime]) -> Any:
-    """class = argmax(bandwidth, compute, communication, fixed costs), an index into BINDING
-
-    bandwidth = Σ seconds of the weight GEMMs with memory_s ≥ compute_s + attention's seconds (the KV read),
-    counted only where it is at least each other class; compute = Σ seconds of the GEMMs with compute_s >
-    memory_s; communication = the all-reduce; fixed costs = per-layer and per-step costs and the element-wise
-    kernels. Scalars or arrays (one class per configuration); a tie goes to the class named first.
-
-    Trap: one max() over the whole step hides the classes: at a large batch the weight GEMMs turn
-    compute-bound while attention still streams the KV cache, and a small model's step is mostly fixed costs.
-    Source: Williams, Waterman and Patterson 2009 ("Roofline", CACM 52(4)), applied per operator.
-    """
-    import numpy as np
-
-    bound = {k: np.asarray(ops[k].memory_s) >= np.asarray(ops[k].compute_s) for k in GEMMS}
-    weights = sum(np.where(bound[k], ops[k].seconds, 0.0) for k in GEMMS)
-    compute = sum(np.where(bound[k], 0.0, ops[k].seconds) for k in GEMMS)
-    comm = ops["allreduce"].seconds
-    fixed = ops["layer_overhead"].seconds + ops["step_overhead"].seconds + ops["elementwise"].seconds
-    streamed = weights + ops["attention"].seconds
-    streamed = np.where(streamed >= np.maximum(np.maximum(compute, comm), fixed), streamed, 0.0)
-    return np.argmax(np.stack(np.broadcast_arrays(streamed, compute, comm, fixed)), axis=0)
+    per_layer, per_step = _operators(tokens, kv_tokens=kv_tokens, prefill_pairs=prefill_pairs, logits=logits,
+                                     shapes=shapes, rates=rates, tp=tp, keep_work=False)
+    L = shapes.n_layers
+    ops = {k: OperatorTime(None, None, None, None, L * o.seconds) for k, o in per_layer.items()} | per_step
+    return total_seconds({k: ops[k] for k in OPERATORS})

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from napkin.calculators.steps import kv_held
 from napkin.derivation import Report
 from napkin.formulas import operators as op
+from napkin.formulas.binding import BINDING, GEMMS, binding
 from napkin.formulas import serving as sv
 from napkin.model import ModelSpec
 
@@ -19,7 +20,6 @@ from .inputs import Setup
 from .memory import Memory
 from .request import ServeRequest
 
-GEMMS = op.GEMMS
 
 
 @dataclass
@@ -86,8 +86,8 @@ def decode_step(s: Setup, batch: float, c: Context) -> dict[str, op.OperatorTime
 
 
 def bound_of(ops: dict[str, op.OperatorTime]) -> str:
-    """What binds a step: the class of operators taking the most time (formulas.operators.binding)."""
-    return op.BINDING[int(op.binding(ops))]
+    """What binds a step: the class of operators taking the most time (formulas.binding)."""
+    return BINDING[int(binding(ops))]
 
 
 def compute_bound(r: Report, s: Setup, c: Context, *, max_batch: int) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from napkin.formulas import operators as op
+from napkin.formulas.binding import BINDING, binding
 from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
@@ -60,20 +61,20 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
     # what binds: the decode step of the whole batch at the mean context, classed as `napkin serve` classes it
     b = sv.microbatch(c["batch"], pp=c["pp"])
     held = m.kv_held_tokens(c["prompt"] + c["output"] / 2.0)
-    f["binding"] = op.binding(op.step_operators(b, kv_tokens=b * held, prefill_pairs=0.0 * b, logits=b, shapes=shapes,
+    f["binding"] = binding(op.step_operators(b, kv_tokens=b * held, prefill_pairs=0.0 * b, logits=b, shapes=shapes,
                                                 rates=rates, tp=c["tp"]))
     return {k: np.broadcast_to(v, h.shape) for k, v in f.items()}
 
 
 def bounds(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any], *, as_arrays: bool = False) -> Any:
     """What binds each cell's decode step (bandwidth, compute, communication or fixed costs), as `napkin serve`
-    says it for the same configuration (formulas.operators.binding); as arrays: (communication, compute) masks."""
+    says it for the same configuration (formulas.binding); as arrays: (communication, compute) masks."""
     if not len(c["flat"]) and not as_arrays:
         return []
     cls = detail(req, g, c)["binding"]
     if as_arrays:
-        return cls == op.BINDING.index("communication"), cls == op.BINDING.index("compute")
-    return [op.BINDING[int(k)] for k in cls]
+        return cls == BINDING.index("communication"), cls == BINDING.index("compute")
+    return [BINDING[int(k)] for k in cls]
 
 
 def row(g: gr.Grid, c: dict[str, Any], i: int, bound: str, *, at_load: bool = True, axes: bool = False) -> dict:
