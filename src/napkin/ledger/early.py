@@ -70,8 +70,8 @@ class EarlyPass:
             qk.q = None  # its sums by day are kept; the arrays would hold the whole log
         self.items.append(Item(frame, self._prev, qk))
         self._prev = last_of(c)
-        high = float(c.step.max()) if self._carry is None else max(self._carry.high, float(c.step.max()))
-        self._carry = _Carry(float(c.step[-1]), float(c.t_wall[-1]), float(c.gpus[-1]), high)
+        last = float(c.step[-1])  # quick reads the record before a chunk, not the high-water step
+        self._carry = _Carry(last, float(c.t_wall[-1]), float(c.gpus[-1]), last)
 
 
 def early_pass(frames: Any) -> EarlyPass | None:

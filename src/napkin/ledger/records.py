@@ -121,8 +121,6 @@ class Records:
     def chunks(self, *, counting: bool = False) -> Iterator[Chunk]:
         """The records in run order, duplicates and (with ``skip_bad_clock``) bad clocks dropped (and, when
         ``counting``, counted)."""
-        import numpy as np
-
         self._counting = counting
         if self.skip_bad_clock:
             yield from self._held_chunks()
