@@ -149,6 +149,31 @@ def test_a_step_on_arrays_is_the_step_on_each_scalar(tokens, tp, ctx, model):
                 float(one[name].seconds), rel=1e-12, abs=1e-18), name
 
 
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.lists(st.integers(0, 8192), min_size=1, max_size=6), tp=st.sampled_from([1, 2, 8]),
+       ctx=st.floats(0, 1e5), prefill=st.sampled_from([0.0, 1.0, 5e6]), mlp_fp8=st.booleans(),
+       model=st.sampled_from(["llama-3.1-70b", "deepseek-v3", "mistral-7b"]), scalar=st.booleans())
+def test_the_time_alone_is_the_operator_tables_sum(tokens, tp, ctx, prefill, mlp_fp8, model, scalar):
+    """step_seconds (the planner's time alone: each GEMM gated at its end, a gate skipped where every cell has
+    tokens, the MLP sharing the projections' rate when it is the same, no prefill term in a decode-only step)
+    gives the sum of step_operators' table: cells with no tokens, decode-only and mixed steps, an MoE model, an
+    MLP at its own (fp8) rate, arrays and scalars."""
+    m = catalog.model(model)
+    rates = RATES._replace(mlp_flops_per_s=2 * 989.5e12, mlp_gemm_efficiency=0.55) if mlp_fp8 else RATES
+    arr = float(tokens[0]) if scalar else np.array(tokens, dtype=float)
+    kw = dict(kv_tokens=arr * ctx, prefill_pairs=prefill * (arr > 0), logits=arr,
+              shapes=m.layer_shapes(float(tp), kv_bytes_per_value=2.0, bytes_per_weight=1.0), rates=rates,
+              tp=float(tp))
+    alone = op.step_seconds(arr, **kw)
+    table = op.total_seconds(op.step_operators(arr, **kw))
+    assert np.allclose(alone, table, rtol=1e-12, atol=0.0)
+    mlp = op.step_operators(arr, **kw)["mlp"].seconds  # the MLP at its own rate, however the table shares it
+    own = op.mlp_time(arr, shapes=kw["shapes"], rates=rates).seconds
+    assert np.allclose(mlp, kw["shapes"].n_layers * own, rtol=1e-12)
+    if not scalar:
+        assert np.all(np.asarray(alone)[np.array(tokens) == 0] == 0.0)  # no tokens, no step
+
+
 # --------------------------------------------------------------------------- capacity
 def test_replicas_for_a_rate():
     # 10 requests/s on replicas that sustain 3/s each, loaded to 70%: 10 / 2.1 = 4.76 -> 5

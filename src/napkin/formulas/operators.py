@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from napkin.formulas._array import all_zero, gate_or_true, same_values
 from napkin.formulas._array import maximum as _maximum
 
 ACTIVATION_BYTES = 2.0  # bf16 activations between kernels, whatever the weight format
@@ -185,15 +186,6 @@ def _scale(op: OperatorTime, factor: Any) -> OperatorTime:
     return OperatorTime(*(None if v is None else factor * v for v in op))
 
 
-def _same_rate(a: Any, b: Any) -> bool:
-    """Whether two rates are the same values (a catalog's scalar, or the planner's per-row arrays)."""
-    if a is b:
-        return True
-    import numpy as np
-
-    return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
-
-
 def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True, achieved: Any = None,
              on: Any = None) -> OperatorTime:
     """t_mlp = (1 − f_moe) · t_dense(M) + f_moe · (t_experts + t_shared)
@@ -207,8 +199,8 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool 
     at the projections' rates) and ``on`` (M > 0), when the caller has them, are reused (see linear_time).
     """
     w = shapes.mlp_bytes_per_weight
-    same = _same_rate(rates.mlp_flops_per_s, rates.dense_flops_per_s) and \
-        _same_rate(rates.mlp_gemm_efficiency, rates.gemm_efficiency)
+    same = same_values(rates.mlp_flops_per_s, rates.dense_flops_per_s) and \
+        same_values(rates.mlp_gemm_efficiency, rates.gemm_efficiency)
     rates = rates._replace(dense_flops_per_s=rates.mlp_flops_per_s, gemm_efficiency=rates.mlp_gemm_efficiency)
     # both GEMMs (and the shared experts') have M = tokens: the projections' rate when the MLP runs at theirs
     a = achieved if achieved is not None and same else gemm_flops_per_s(tokens, rates=rates)
@@ -252,9 +244,7 @@ def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, r
     pre_flops = prefill_pairs * shapes.attn_flops_per_kv_token
     dec = _maximum(mem, dec_flops / peak)
     if not keep_work:  # the time alone (a planner's grid); a decode-only step adds 0/peak, exactly nothing
-        import numpy as np
-
-        return OperatorTime(None, None, None, None, dec if not np.any(prefill_pairs) else dec + pre_flops / peak)
+        return OperatorTime(None, None, None, None, dec if all_zero(prefill_pairs) else dec + pre_flops / peak)
     return OperatorTime(kv_tokens * shapes.kv_bytes_per_token, dec_flops + pre_flops, mem,
                         (dec_flops + pre_flops) / peak, dec + pre_flops / peak)
 
@@ -358,7 +348,7 @@ def _operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, 
     L = shapes.n_layers
     w = shapes.bytes_per_weight
     on = tokens > 0
-    gate = None if keep_work else _all_or(on)  # the time alone: each GEMM's time gated by M > 0 at its end
+    gate = None if keep_work else gate_or_true(on)  # the time alone: each GEMM's time gated by M > 0 at its end
     a = gemm_flops_per_s(tokens, rates=rates)  # QKV and the attention output: the same M and rates
     per_layer = rates.per_layer_s * (prefill_pairs > 0) + rates.per_layer_decode_s * (prefill_pairs <= 0)
     return {
@@ -374,7 +364,7 @@ def _operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, 
     }, {
         "layer_overhead": fixed_time(L * on * per_layer, keep_work=keep_work),
         "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates,
-                               on=None if keep_work else _all_or(logits > 0)),
+                               on=None if keep_work else gate_or_true(logits > 0)),
         "step_overhead": fixed_time(rates.per_step_s * on, keep_work=keep_work),
     }
 
@@ -392,13 +382,6 @@ def total_seconds(ops: dict[str, OperatorTime]) -> Any:
     for i, op in enumerate(ops.values()):
         total = op.seconds if i == 0 else total + op.seconds  # 0.0 + t is t: no copy of the first
     return total
-
-
-def _all_or(on: Any) -> Any:
-    """True when every cell of ``on`` is (a GEMM's time needs no gate), else ``on``."""
-    import numpy as np
-
-    return True if bool(np.all(on)) else on
 
 
 def step_seconds(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, shapes: LayerShapes,
