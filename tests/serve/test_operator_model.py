@@ -181,3 +181,42 @@ def test_fitted_parameters_are_recorded_as_fitted():
     fitted = {a.name: a for a in r.assumptions if a.basis == "fitted"}
     assert set(fitted) == {"per_layer_overhead", "per_layer_decode_overhead"}
     assert fitted["per_layer_overhead"].value == eff.fitted().per_layer_s
+
+
+# ------------------------------------------------------------------ a part's own measurement
+def test_a_part_with_its_own_measurement_replaces_its_familys_figure():
+    """Bekman's MAMF table: A100 PCIe 252.9 of 312 TFLOPS bf16 (81.1%) against the SXM module's 271.2
+    (86.9%); GB200 1822.0 of 2500 (72.9%) and 3615.6 of 5000 fp8 (72.3%) against the B200's 77.6% / 76.3%."""
+    pcie, sxm = eff.family("a100-pcie-80gb"), eff.family("a100-sxm-80gb")
+    assert (pcie.key, pcie.gemm_at("fp16"), pcie.attention, pcie.own) == ("a100", 0.81, 0.68, ["attention", "attention_source", "gemm", "gemm_source"])
+    assert (sxm.gemm_at("fp16"), sxm.attention, sxm.own) == (0.87, 0.73, [])
+    assert "252.9" in pcie.gemm_source and "252.9" not in sxm.gemm_source
+    # what the part did not measure stays the family's
+    assert (pcie.bandwidth, pcie.allreduce_curve_busbw) == (sxm.bandwidth, sxm.allreduce_curve_busbw)
+    gb, b = eff.family("gb200"), eff.family("b200")
+    assert (gb.key, gb.gemm_at("bf16"), gb.gemm_at("fp8")) == ("b200", 0.73, 0.72)
+    assert (b.gemm_at("bf16"), b.gemm_at("fp8")) == (0.78, 0.76)
+
+
+def test_a_compute_bound_gemm_on_the_pcie_card_runs_at_its_own_fraction():
+    """Same 312 TFLOPS peak, same shapes: a prompt's GEMMs take 0.87 / 0.81 as long on the PCIe card."""
+    kw = dict(batch=1, prompt=4096, output=1)
+    p, s = ops_of(serve(gpu="a100-pcie-80gb", **kw), "mixed"), ops_of(serve(**kw), "mixed")
+    for name in ("qkv", "attention_out", "mlp"):
+        assert p[name]["flops"] == s[name]["flops"]
+        assert p[name]["compute_s"] / s[name]["compute_s"] == pytest.approx(0.87 / 0.81, rel=1e-12), name
+    a = {x.name: x.note for x in serve(gpu="a100-pcie-80gb", **kw).assumptions}
+    assert "measured on the A100 PCIe 80GB" in a["gemm_efficiency"]
+    assert "on the a100 family" in a["bandwidth_efficiency"]
+
+
+@pytest.mark.parametrize("parts, problem", [
+    ({"h100-sxm": {"gemm": {"bf16": 0.5}}}, "not one of this family's gpus"),
+    ({"a100-pcie-80gb": {"gemn": {"bf16": 0.5}}}, "unknown field(s) gemn"),
+])
+def test_a_part_the_family_does_not_hold_or_an_unknown_field_is_refused(parts, problem):
+    import msgspec
+
+    entry = {**msgspec.structs.asdict(eff.families()["a100"]), "parts": parts}
+    with pytest.raises(msgspec.ValidationError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        msgspec.convert(entry, eff.Family)

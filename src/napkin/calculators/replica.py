@@ -198,17 +198,17 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
                                          "and attention efficiencies are the median of measured parts; "
                                          "`napkin measure --save` on one replaces them")
     if gemm[1] == "catalog":
-        r.assume("gemm_efficiency", e.gemm, f"best {cp} GEMM over the dense peak measured on the {fam.key} family, "
+        r.assume("gemm_efficiency", e.gemm, f"best {cp} GEMM over the dense peak measured on {fam.on('gemm', g.name)}, "
                  f"x {eff.shape().gemm_shape_factor:g} at transformer shapes", unit="fraction", basis="catalog",
                  source=f"{fam.gemm_source}; {eff.shape().gemm_shape_factor_source}", replaced_by=measure)
     else:
         r.assume("gemm_efficiency", e.gemm, gemm[0], unit="fraction", basis=gemm[1])
     if bw[1] == "catalog":
-        r.assume("bandwidth_efficiency", e.bandwidth, f"achieved over datasheet HBM bandwidth on the {fam.key} family",
+        r.assume("bandwidth_efficiency", e.bandwidth, f"achieved over datasheet HBM bandwidth on {fam.on('bandwidth', g.name)}",
                  unit="fraction", basis="catalog", source=fam.bandwidth_source, replaced_by=measure)
     else:
         r.assume("bandwidth_efficiency", e.bandwidth, bw[0], unit="fraction", basis=bw[1])
-    r.assume("attention_efficiency", e.attention, f"FlashAttention-class kernels on the {fam.key} family",
+    r.assume("attention_efficiency", e.attention, f"FlashAttention-class kernels on {fam.on('attention', g.name)}",
              unit="fraction", basis="catalog", source=fam.attention_source,
              replaced_by="a FlashAttention benchmark on this GPU at your head dimension")
     if given.allreduce_latency_s is None:

@@ -37,6 +37,10 @@ class Family(msgspec.Struct, kw_only=True, frozen=True):
     allreduce_curve_source: str = ""
     allreduce_curve_label: str = ""  # the sweep in a few words, for notes
     note: str = ""
+    # {gpu key: {field: value}}: a part of the family with its own published measurement (an
+    # A100 PCIe card held to 300 W reaches less of the same datasheet peak than the SXM module)
+    parts: dict[str, dict] = {}
+    own: list[str] = []  # the fields a part's own measurement replaced (set by ``family``)
 
     def __post_init__(self) -> None:
         from napkin.formulas.comm import CURVE_LOG2_BYTES
@@ -44,10 +48,20 @@ class Family(msgspec.Struct, kw_only=True, frozen=True):
         if self.allreduce_curve_busbw and len(self.allreduce_curve_busbw) != len(CURVE_LOG2_BYTES):
             raise ValueError(f"allreduce_curve_busbw has {len(self.allreduce_curve_busbw)} values, not one per size "
                              f"2^{CURVE_LOG2_BYTES[0]} .. 2^{CURVE_LOG2_BYTES[-1]} bytes")
+        for gpu, own in self.parts.items():
+            if gpu not in self.gpus:
+                raise ValueError(f"parts.{gpu}: not one of this family's gpus {self.gpus}")
+            odd = sorted(set(own) - (set(self.__struct_fields__) - {"key", "gpus", "parts", "own"}))
+            if odd:
+                raise ValueError(f"parts.{gpu}: unknown field(s) {', '.join(odd)}")
 
     @property
     def measured(self) -> bool:
         return self.key != "unmeasured"
+
+    def on(self, field: str, part_name: str) -> str:
+        """Where a figure was measured, for the assumptions: the part itself or its family."""
+        return f"the {part_name}" if field in self.own else f"the {self.key} family"
 
     def gemm_at(self, precision: str) -> float:
         """The GEMM fraction at a compute precision (fp16/bf16 stand for each other; else the unmeasured value)."""
@@ -103,9 +117,18 @@ def _by_gpu() -> dict[str, str]:
     return {g: key for key, fam in families().items() for g in fam.gpus}
 
 
+@functools.cache
 def family(gpu_key: str) -> Family:
-    """The measured family of an accelerator (gpus.toml key), or ``unmeasured``."""
-    return families()[_by_gpu().get(gpu_key, "unmeasured")]
+    """The measured family of an accelerator (gpus.toml key), or ``unmeasured``; a part the family
+    lists under ``parts`` gets its own figures in place of the family's."""
+    fam = families()[_by_gpu().get(gpu_key, "unmeasured")]
+    own = fam.parts.get(gpu_key)
+    if not own:
+        return fam
+    try:
+        return msgspec.convert({**msgspec.structs.asdict(fam), **own, "parts": {}, "own": sorted(own)}, Family)
+    except msgspec.ValidationError as exc:
+        raise NapkinError(f"catalog efficiency.toml [family.{fam.key}.parts.\"{gpu_key}\"]: {exc}") from None
 
 
 @functools.cache
