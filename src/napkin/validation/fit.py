@@ -80,7 +80,8 @@ def toml(whole: eff.Fitted, folds: dict[str, eff.Fitted], sources: list[str]) ->
 
     lines = ["[fitted]"] + _lines(whole)
     lines.append('method = "leave-sources-out: the sources sorted by name go alternately to folds a and b; each '
-                 'fold is predicted with the parameters fitted on the other; mean absolute log error"')
+                 'fold is predicted with the parameters fitted on the other; mean absolute log error, each kind of '
+                 'figure weighted alike"')
     for fold, f in folds.items():
         lines += ["", f"[fitted.folds.{fold}]"]
         lines.append("sources = [" + ", ".join(f'"{s}"' for s in sources if fold_of(s, sources) == fold) + "]")
