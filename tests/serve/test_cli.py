@@ -132,8 +132,8 @@ PLAN_H100 = (
     'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
-    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
-    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
@@ -174,8 +174,8 @@ PLAN_MAX_RATE = (
     "note: ranking: each row is one replica at its highest rate within the objectives: 70% of its steady-state capacity (the utilisation target; raise --utilization to load it more); $/M = the replica's hour over the tokens it serves at that rate\n"
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
-    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
-    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
@@ -220,8 +220,8 @@ PLAN_P99 = (
     "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 2 of them meet the objectives there\n"
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
-    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
-    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
@@ -264,8 +264,8 @@ PLAN_P99_RATE = (
     "note: p99 objectives: each configuration at the highest rate per replica (within 70% of its capacity, the utilisation target) whose screened p99s meet them: TPOT p99 <= the steady state with every slot busy (a bound at any load), TTFT p99 = the M/M/c wait for one of the batch's slots (Erlang C) + a prompt step + the chunked prefill + the prompts that arrive with it; the cheapest then ran through `napkin serve --rate`'s simulation (seeded Poisson arrivals, same inputs; sim columns): 1 of them meets the objectives there\n"
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
-    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
-    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
@@ -304,8 +304,8 @@ PLAN_WORKLOADS = (
     'note: ranking: each row at the target load (5 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
     'note: Pareto front: every column at capacity, each replica in the steady state of its batch, prompts included: tok/s/GPU = decoding sequences / TPOT / GPUs\n'
-    "note: gemm_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
-    "note: bandwidth_efficiency: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
+    "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
     "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards over PCIe beyond their pair, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'

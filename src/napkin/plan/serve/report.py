@@ -234,7 +234,7 @@ def assumptions(r: Report, req: PlanServeRequest, g: gr.Grid) -> None:
     resolve.assume_field(r, "utilization", req, "plan_serve_utilization", basis="assumed")
     for name, value in (("gemm_efficiency", req.gemm_efficiency), ("bandwidth_efficiency", req.bandwidth_efficiency)):
         if value is None:
-            r.note(f"{name}: each GPU family's published measurement (catalog/efficiency.toml), with the fixed costs "
+            r.note(f"{name}: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs "
                    "fitted to published serving runs")
         else:
             r.assume(name, value, "given, applied to every GPU", unit="fraction", basis="given")
