@@ -201,6 +201,12 @@ class ModelSpec(msgspec.Struct, kw_only=True, frozen=True):
             return float(bd["attention"] + bd["mlp"])
         return self.params
 
+    def embedding_head_params(self) -> float:
+        """The embedding table and the LM head (tied: the table alone): what stays 16-bit when an engine
+        quantizes the linear layers."""
+        bd = self.params_breakdown()
+        return float(bd["embedding"] + bd["lm_head"])
+
     def params_breakdown(self) -> dict[str, int]:
         """Parameters by part; 'total' and 'active' sum them (active routes k experts)."""
         d, v = self.d_model, self.vocab_size

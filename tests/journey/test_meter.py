@@ -139,13 +139,15 @@ def test_system_tokens_note_describes_this_prompt():
 def test_max_sequences_differs_from_serve_and_says_why():
     """journey counts sequences against the datasheet capacity (NVIDIA H100 datasheet: 80 GB a GPU), serve against
     90% of what the runtime reports (85,061,827,297 bytes, the catalog's reading from vLLM); the journey says so.
-    By hand: Llama 3.1 8B in fp8 is 8,030,261,248 bytes; a 1,000 + 200-token sequence holds
-    2 · 32 layers · 8 KV heads · 128 · 2 bytes = 131,072 bytes a token (config.json); TP 8 splits both by 8."""
+    By hand: Llama 3.1 8B in fp8 is 8,030,261,248 bytes by the napkin rule (journey), 9,080,934,400 as an engine
+    holds it (serve: the embedding and the LM head, 2 · 128,256 · 4,096, at 2 bytes); a 1,000 + 200-token sequence
+    holds 2 · 32 layers · 8 KV heads · 128 · 2 bytes = 131,072 bytes a token (config.json); TP 8 splits both by 8."""
     kv_seq = 131072 * 1200
     j = calculate("journey", model="llama-3.1-8b", gpus=8, output_tokens=200)  # default prompt: 1,000 tokens
     assert j["prompt_tokens"] == 1000
     assert j["max_sequences_in_memory"] == math.floor((8 * 80e9 - 8_030_261_248) / kv_seq) == 4017
     s = calculate("serve", model="llama-3.1-8b", gpu="h100", gpus=8, precision="fp8", prompt=1000, output=200, batch=64)
-    assert s["max_batch"] == math.floor((85_061_827_297 * 0.9 - 8_030_261_248 / 8) / (kv_seq / 8)) == 3842
+    assert 8_030_261_248 + 2 * 128_256 * 4_096 == 9_080_934_400
+    assert s["max_batch"] == math.floor((85_061_827_297 * 0.9 - 9_080_934_400 / 8) / (kv_seq / 8)) == 3836
     step = next(x for x in j.to_dict()["derivation"] if x["name"] == "max_sequences_in_memory")
     assert "datasheet capacity" in step["note"] and "`napkin serve` budgets 90%" in step["note"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from napkin import calculate
+from napkin import calculate, catalog
 from napkin.calculators.serve.heads import check_heads
 from napkin.derivation import Report
 from napkin.model import ModelSpec
@@ -63,7 +63,11 @@ def test_gqa_confusion_is_flagged():
 
 def test_quantised_weights_and_compute_fallback():
     r = serve(model="llama-3.1-70b", gpu="h100", gpus=1, precision="int4")
-    assert r["weights_bytes"] == pytest.approx(70.55e9 * 0.5, rel=1e-3)  # half a byte, never bits // 8
+    # half a byte, never bits // 8, for the linear layers; the embedding and the LM head (2 · 128,256 · 8,192 in
+    # config.json) stay at 2 bytes (vLLM's FP8 docs: every Linear module "except for the final lm_head")
+    n_eh = 2 * 128_256 * 8_192
+    assert r["weights_bytes"] == pytest.approx((70_553_706_496 - n_eh) * 0.5 + n_eh * 2, rel=1e-12)
+    assert r["weights_bytes"] == pytest.approx(38.43e9, rel=1e-3)
     assert any("int4 weights are dequantised and multiplied at bf16" in n for n in r.notes)
     assert r["dense_flops_per_s"] == 989.5e12
     a100 = serve(model="llama-3.1-8b", gpu="a100-sxm-80gb", precision="fp8")
@@ -108,8 +112,10 @@ def test_moe_batched_step_reads_the_experts_some_token_picked():
     r = serve(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8", batch=64)
     one = serve(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8", batch=1)
     frac = 1 - (1 - 8 / 256) ** 64
+    n_read = catalog.model("deepseek-v3").params * 1.0  # the floor's rule: every weight at fp8's byte
+    assert r["weights_bytes"] == pytest.approx(n_read + 2 * 129_280 * 7_168, rel=1e-12)  # embedding and head at 2
     assert r["weights_read_bytes"] == pytest.approx(
-        one["weights_read_bytes"] + (r["weights_bytes"] - one["weights_read_bytes"]) / (1 - 8 / 256) * (frac - 8 / 256),
+        one["weights_read_bytes"] + (n_read - one["weights_read_bytes"]) / (1 - 8 / 256) * (frac - 8 / 256),
         rel=1e-6)
     assert one["weights_read_bytes"] == pytest.approx(37e9, rel=0.03)
 

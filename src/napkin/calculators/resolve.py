@@ -269,3 +269,11 @@ def warn_if_activity_counter(r: Report, mfu: float, precision: str = "bf16") -> 
                "55.2% on 12,288 GPUs): is it a hardware activity counter (nvidia-smi GPU utilisation, DCGM SM "
                "activity)? Those read near 100% on a run at 40% MFU; MFU is model FLOPs over the dense peak, from "
                "the step time (`napkin mfu`)")
+
+
+def kv_budget_given_once(req: Any) -> None:
+    """--usable (a fraction of all memory) and --kv-free-fraction (of what loading leaves) both size the KV
+    cache: refuse the pair rather than silently prefer one."""
+    if req.kv_free_fraction is not None and basis_of(req, "usable") == "given":
+        raise InputError("usable", req.usable, "is given with --kv-free-fraction, and both size the KV cache",
+                         "give one: --usable (a fraction of all memory) or --kv-free-fraction (of what is free)")

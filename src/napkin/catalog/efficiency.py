@@ -2,7 +2,7 @@
 
 ``family(gpu_key)`` gives the measured fractions of a part's datasheet peaks that the operator
 model runs at (a part without published measurements gets ``[family.unmeasured]``, flagged);
-``shape()`` the curve parameters; ``fitted()`` the parameters fitted to published serving runs,
+``shape()`` the curve parameters; ``runtime()`` what an engine holds outside weights and KV; ``fitted()`` the parameters fitted to published serving runs,
 with the out-of-sample error that comes with them.
 """
 
@@ -80,6 +80,29 @@ class Shape(msgspec.Struct, kw_only=True, frozen=True):
     elementwise_passes_source: str
 
 
+class Runtime(msgspec.Struct, kw_only=True, frozen=True):
+    """What a serving engine holds outside weights and KV (activations, collective buffers, the CUDA
+    context), for an engine whose KV budget is a fraction of the memory left free after loading."""
+
+    activation_factor: list[float]  # at TP 1, 2, 4, 8
+    activation_factor_moe: list[float]
+    activation_floor_bytes: float
+    collective_bytes: list[float]
+    context_bytes: float
+    source: str
+
+    @staticmethod
+    def _at(table: list[float], tp: int) -> float:
+        """The figure listed at the largest degree of 1, 2, 4, 8 not above ``tp``."""
+        return table[min(max(int(tp), 1).bit_length() - 1, len(table) - 1)]
+
+    def factor(self, tp: int, *, moe: bool) -> float:
+        return self._at(self.activation_factor_moe if moe else self.activation_factor, tp)
+
+    def collective(self, tp: int) -> float:
+        return self._at(self.collective_bytes, tp)
+
+
 class Fitted(msgspec.Struct, kw_only=True, frozen=True):
     """Parameters fitted to published serving runs (``napkin validate --fit``), with their folds.
 
@@ -134,6 +157,11 @@ def family(gpu_key: str) -> Family:
 @functools.cache
 def shape() -> Shape:
     return msgspec.convert(_table()["model"], Shape)
+
+
+@functools.cache
+def runtime() -> Runtime:
+    return msgspec.convert(_table()["runtime"], Runtime)
 
 
 BASELINE = Path(__file__).parents[1] / "validation" / "baseline.json"

@@ -28,6 +28,26 @@ def weights_bytes(n_params: float, *, bytes_per_param: float) -> float:
     return n_params * bytes_per_param
 
 
+def served_weights_bytes(n_params: Any, *, n_embedding_head: Any, bytes_per_param: Any, n_mlp: Any = 0.0,
+                         mlp_bytes_per_param: Any = None) -> Any:
+    """weights_bytes = (N − N_eh − N_mlp) · b + N_mlp · b_mlp + N_eh · max(b, 2)
+
+    An engine that quantizes a 16-bit checkpoint (fp8, int8, int4, fp4) quantizes its linear
+    layers: the embedding table (a lookup, not a matmul) and the LM head stay 16-bit. N_eh is
+    the embedding and the LM head (tied: the embedding alone); N_mlp the MLP or expert weights
+    held at their own b_mlp (0 when they share b). At 16 bits or more this is N · b.
+    Trap: N · 1 byte for Llama 3.1 8B in fp8, 8.03 GB; its 1.05B embedding and head parameters
+    stay at 2 bytes, 9.08 GB, and the head is read at 2 bytes a weight every step.
+    Source: vLLM documentation, FP8 W8A8 (v0.5.4, docs.vllm.ai/en/v0.5.4/quantization/fp8.html):
+    online fp8 quantization quantizes "all Linear modules (except for the final lm_head)";
+    llm-compressor FP8_DYNAMIC recipes (targets Linear, ignore lm_head), e.g.
+    huggingface.co/RedHatAI/Llama-3.2-90B-Vision-Instruct-FP8-dynamic, recipe.yaml.
+    """
+    b_mlp = bytes_per_param if mlp_bytes_per_param is None else mlp_bytes_per_param
+    return ((n_params - n_embedding_head - n_mlp) * bytes_per_param + n_mlp * b_mlp
+            + n_embedding_head * _maximum(bytes_per_param, 2.0))
+
+
 def kv_bytes_per_token(n_layers: float, *, n_kv_heads: float, head_dim: float, bytes_per_value: float) -> float:
     """kv_bytes_per_token = 2 · L · h_kv · d_h · bytes
 

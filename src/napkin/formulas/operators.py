@@ -363,8 +363,9 @@ def _operators(tokens: Any, *, kv_tokens: Any, prefill_pairs: Any, logits: Any, 
         "allreduce": allreduce_time(tokens, shapes=shapes, rates=rates, tp=tp, link_time=keep_work),
     }, {
         "layer_overhead": fixed_time(L * on * per_layer, keep_work=keep_work),
-        "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=w, rates=rates,
-                               on=None if keep_work else gate_or_true(logits > 0)),
+        # a quantized engine keeps the LM head at 16 bits (formulas.memory.served_weights_bytes)
+        "lm_head": linear_time(logits, k=shapes.d_model, n=shapes.vocab_out, bytes_per_weight=_maximum(w, 2.0),
+                               rates=rates, on=None if keep_work else gate_or_true(logits > 0)),
         "step_overhead": fixed_time(rates.per_step_s * on, keep_work=keep_work),
     }
 

@@ -102,6 +102,43 @@ def max_batch(usable_bytes_per_gpu: Any, *, weights_bytes_per_gpu: Any, shared_k
     return _maximum(room // kv_bytes_per_sequence_per_gpu, 0.0 * room)
 
 
+def engine_buffer_bytes(step_tokens: Any, *, d_attn: float, factor: float, floor_bytes: float,
+                        collective_bytes: float, context_bytes: float) -> Any:
+    """buffers = max(2 · T · d_attn · c(TP), floor) + collective(TP) + context
+
+    What an engine holds per GPU outside weights and KV: activation buffers sized at build time
+    for a step of T tokens (its max_num_tokens; 2 bytes per fp16 value, c(TP) live values per
+    token and attention width, fewer as TP shards them), the collective library's buffers, and
+    the CUDA context with its library workspaces.
+    Trap: forgetting them where the KV budget is a fraction of what is *left*: on two 80 GB
+    GPUs holding Llama 3.1 70B in fp16, they are 1.8 GB of the 14.4 GB left per GPU.
+    Source: NVIDIA AI Configurator's TensorRT-LLM memory model (ai-dynamo/aiconfigurator,
+    sdk/backends/trtllm_backend.py and systems/*.yaml, read 2026-12-07); TensorRT-LLM, Memory
+    Usage of TensorRT-LLM (docs/source/reference/memory.md): activation memory is fixed at
+    build time, close to max number of input tokens times a constant.
+    """
+    return _maximum(2.0 * step_tokens * d_attn * factor, floor_bytes + 0.0 * step_tokens) \
+        + collective_bytes + context_bytes
+
+
+def usable_of_free(memory_bytes: Any, *, weights_bytes_per_gpu: Any, buffer_bytes: Any, fraction: Any) -> Any:
+    """usable = weights + f · (memory − weights − buffers)
+
+    An engine that gives the KV cache a fraction f of the memory *free after loading*
+    (TensorRT-LLM's kv_cache_free_gpu_mem_fraction, default 0.9) leaves weights and KV this
+    much; one that takes a fraction of the *total* (vLLM's gpu_memory_utilization, SGLang's
+    mem_fraction_static) leaves memory · f.
+    Trap: reading TensorRT-LLM's 0.9 as vLLM's: for Llama 3.1 70B in fp16 on two 80 GB GPUs,
+    0.9 of the total leaves 5.9 GB per GPU for KV, 0.9 of what is free after loading 11.4 GB:
+    18 sequences of 2,000 tokens against 34.
+    Source: TensorRT-LLM, Memory Usage of TensorRT-LLM (docs/source/reference/memory.md, C++
+    runtime: the KV cache takes freeGpuMemoryFraction of the free memory); NVIDIA AI
+    Configurator, sdk/memory.py kv_cache_budget_bytes (of free for TensorRT-LLM, of total for
+    vLLM and SGLang).
+    """
+    return weights_bytes_per_gpu + fraction * (memory_bytes - weights_bytes_per_gpu - buffer_bytes)
+
+
 # ------------------------------------------------------------------------ FLOPs
 def decode_flops_per_token(active_params: Any, *, n_layers: float, d_attn: float, context_tokens: Any,
                            attention: bool = True, window_tokens: Any = math.inf, window_layers: Any = 0.0) -> Any:

@@ -43,6 +43,10 @@ def parameters(r: Report, t: Trip) -> None:
                        unit="bytes", N=(t.n_total, "count"), bytes_per_param=b, precision=req.precision,
                        cites=mem.weights_bytes)
     t.active_weights = mem.weights_bytes(t.n_active, bytes_per_param=b)
+    if req.params is None and b < 2:
+        served = mem.served_weights_bytes(t.n_total, n_embedding_head=m.embedding_head_params(), bytes_per_param=b)
+        r.note(f"the napkin rule: every weight at {req.precision}; an engine keeps the embedding and the LM head at 16 "
+               f"bits, {units.format(served - t.weights, 'bytes')} more, which `napkin serve` counts")
     t.kv_bytes_per_value = bytes_per_value(req.kv_precision, "kv_precision")
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from napkin import catalog
 from napkin.calculators import resolve
 from napkin.calculators.steps import kv_held, kv_replication_step, kv_step
+from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import memory as mem
@@ -32,21 +33,34 @@ class Memory:
     max_batch: int
 
 
+def _eh(kept: bool, n_eh: float) -> dict:
+    return {"N_eh": (n_eh, "count")} if kept else {}
+
+
 def weights(r: Report, s: Setup, req: ServeRequest) -> tuple[float, float]:
     """(weights bytes, per GPU) of the target model (its MLP at --mlp-precision when given)."""
     m = s.m
     n_total, n_active = m.params, m.active_params
+    n_eh = m.embedding_head_params()
+    kept = s.b_w < 2  # a quantized engine keeps the embedding and the LM head at 16 bits
+    eh = " + N_eh · 2" if kept else ""
+    n_q = "(N − N_eh" if kept else "(N"
     if req.mlp_precision:
         b_mlp = s.replica.shapes.mlp_bytes_per_weight
         n_mlp = float(m.params_breakdown()["mlp"])
-        w = r.step("weights_bytes", "(N − N_mlp) · bytes_per_param + N_mlp · mlp_bytes_per_param",
-                   value=mem.weights_bytes(n_total - n_mlp, bytes_per_param=s.b_w) + mem.weights_bytes(
-                       n_mlp, bytes_per_param=b_mlp), unit="bytes", N=(n_total, "count"), N_mlp=(n_mlp, "count"),
-                   bytes_per_param=s.b_w, mlp_bytes_per_param=b_mlp, cites=mem.weights_bytes)
+        w = r.step("weights_bytes", f"{n_q} − N_mlp) · bytes_per_param + N_mlp · mlp_bytes_per_param{eh}",
+                   value=mem.served_weights_bytes(n_total, n_embedding_head=n_eh, bytes_per_param=s.b_w, n_mlp=n_mlp,
+                                                  mlp_bytes_per_param=b_mlp),
+                   unit="bytes", N=(n_total, "count"), N_mlp=(n_mlp, "count"), **_eh(kept, n_eh),
+                   bytes_per_param=s.b_w, mlp_bytes_per_param=b_mlp, cites=mem.served_weights_bytes)
     else:
-        w = r.step("weights_bytes", "N · bytes_per_param", value=mem.weights_bytes(n_total, bytes_per_param=s.b_w),
-                   unit="bytes", N=(n_total, "count"), bytes_per_param=s.b_w, precision=s.precision,
-                   cites=mem.weights_bytes)
+        w = r.step("weights_bytes", f"{n_q}) · bytes_per_param{eh}" if kept else "N · bytes_per_param",
+                   value=mem.served_weights_bytes(n_total, n_embedding_head=n_eh, bytes_per_param=s.b_w),
+                   unit="bytes", N=(n_total, "count"), **_eh(kept, n_eh), bytes_per_param=s.b_w,
+                   precision=s.precision, cites=mem.served_weights_bytes)
+    if kept:
+        r.note(f"at {s.precision} the engine quantizes the linear layers; the embedding and the LM head "
+               f"({_fmt(n_eh, 'count')} parameters) stay at 16 bits")
     if m.is_moe:
         r.note(f"MoE: memory holds all {_fmt(n_total, 'count')} parameters; compute uses the {_fmt(n_active, 'count')} "
                f"active per token ({m.n_active_experts} of {m.n_experts} routed experts)")
@@ -89,14 +103,44 @@ def draft_memory(r: Report, s: Setup, req: ServeRequest) -> tuple[ModelSpec | No
     if dm.n_heads % s.tp:
         raise InputError("draft", req.draft, f"has {dm.n_heads} attention heads, which TP {s.tp} does not divide",
                          "pick a draft whose head count the TP degree divides")
-    dw = r.step("draft_weights_bytes", "N_draft · bytes_per_param",
-                value=mem.weights_bytes(dm.params, bytes_per_param=s.b_w), unit="bytes",
-                N_draft=(dm.params, "count"), cites=mem.weights_bytes)
+    d_eh = dm.embedding_head_params() if s.b_w < 2 else 0.0
+    dw = r.step("draft_weights_bytes", "(N_draft − N_eh) · bytes_per_param + N_eh · 2" if d_eh
+                else "N_draft · bytes_per_param",
+                value=mem.served_weights_bytes(dm.params, n_embedding_head=d_eh, bytes_per_param=s.b_w), unit="bytes",
+                N_draft=(dm.params, "count"), **_eh(bool(d_eh), d_eh), cites=mem.served_weights_bytes)
     d_shards = sv.kv_shards(s.tp, n_kv_heads=dm.n_kv_heads, latent=dm.attention == "mla")
     if dm.vocab_size != m.vocab_size:
         r.warn("draft-vocab", f"the draft's vocabulary ({dm.vocab_size:,}) differs from the target's "
                               f"({m.vocab_size:,}): speculative decoding needs one tokenizer")
     return dm, dw / s.tp, dm.kv_bytes(req.prompt + req.output, s.b_kv) / d_shards
+
+
+def usable_bytes(r: Report, s: Setup, req: ServeRequest, w_gpu: float) -> float:
+    """Memory per GPU for weights and KV: a fraction of the total (--usable, vLLM's and SGLang's
+    convention) or, with --kv-free-fraction, the weights plus a fraction of what loading leaves."""
+    note = "memory as the runtime reports it, not the datasheet's round figure"
+    if req.kv_free_fraction is None:
+        resolve.assume_field(r, "usable", req, "serve_usable_memory_fraction")
+        return r.step("usable_bytes_per_gpu", "memory · usable", value=s.capacity * req.usable, unit="bytes",
+                      memory=(s.capacity, "bytes"), usable=req.usable, note=note)
+    resolve.kv_budget_given_once(req)
+    rt, m = eff.runtime(), s.m
+    factor = rt.factor(s.tp, moe=m.is_moe)
+    buffers = r.step("engine_buffer_bytes_per_gpu", "max(2 · T · d_attn · c(tp), floor) + collective(tp) + context",
+                     value=sv.engine_buffer_bytes(float(req.chunk), d_attn=m.d_attn, factor=factor,
+                                                  floor_bytes=rt.activation_floor_bytes,
+                                                  collective_bytes=rt.collective(s.tp), context_bytes=rt.context_bytes),
+                     unit="bytes", T=(float(req.chunk), "count"), d_attn=(m.d_attn, "count"), c=factor,
+                     floor=(rt.activation_floor_bytes, "bytes"), collective=(rt.collective(s.tp), "bytes"),
+                     context=(rt.context_bytes, "bytes"), cites=sv.engine_buffer_bytes,
+                     note="T: the step's token budget (--chunk)")
+    r.assume("kv_free_fraction", req.kv_free_fraction, "of the memory free after loading goes to the KV cache",
+             unit="fraction", basis="given")
+    return r.step("usable_bytes_per_gpu", "weights + kv_free_fraction · (memory − weights − buffers)",
+                  value=sv.usable_of_free(s.capacity, weights_bytes_per_gpu=w_gpu, buffer_bytes=buffers,
+                                          fraction=req.kv_free_fraction),
+                  unit="bytes", memory=(s.capacity, "bytes"), weights=(w_gpu, "bytes"),
+                  kv_free_fraction=req.kv_free_fraction, cites=sv.usable_of_free, note=note)
 
 
 def fit(r: Report, s: Setup, req: ServeRequest) -> Memory:
@@ -107,11 +151,8 @@ def fit(r: Report, s: Setup, req: ServeRequest) -> Memory:
     kv_tok, kv_gpu, shards, shared_held, own_held = kv_cache(r, s, req)
     dm, draft_w_gpu, draft_kv_seq_gpu = draft_memory(r, s, req)
     draft_kv_gpu = draft_kv_seq_gpu * req.batch
-    cap_gpu = s.capacity * req.usable
-    resolve.assume_field(r, "usable", req, "serve_usable_memory_fraction")
+    cap_gpu = usable_bytes(r, s, req, w_gpu + draft_w_gpu)
     need_gpu = w_gpu + kv_gpu + draft_w_gpu + draft_kv_gpu
-    r.step("usable_bytes_per_gpu", "memory · usable", value=cap_gpu, unit="bytes", memory=(s.capacity, "bytes"),
-           usable=req.usable, note="memory as the runtime reports it, not the datasheet's round figure")
     r.step("needed_bytes_per_gpu", "weights_per_gpu + kv_per_gpu" + (" + draft" if dm else ""),
            value=need_gpu, unit="bytes")
     fits = need_gpu <= cap_gpu
@@ -130,7 +171,9 @@ def fit(r: Report, s: Setup, req: ServeRequest) -> Memory:
     if not fits:
         ctx_max = req.prompt + req.output
         if mb == 0:
-            r.warn("does-not-fit", f"the weights alone do not fit in {s.gpus} x {g.name} at {req.usable:.0%} usable: "
+            budget = (f"at {req.usable:.0%} usable" if req.kv_free_fraction is None else
+                      "beside the engine's buffers")
+            r.warn("does-not-fit", f"the weights alone do not fit in {s.gpus} x {g.name} {budget}: "
                                    f"add GPUs or quantise (timings below are what it would do if it fit)")
         else:
             r.warn("does-not-fit", f"batch {req.batch} does not fit: at most {mb} sequences of "

@@ -86,6 +86,10 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     usable: Annotated[float, field("fraction", "fraction of the GPU memory the runtime reports that weights and "
                                                "the KV cache may take")] = (
         catalog.default_value("serve_usable_memory_fraction"))
+    kv_free_fraction: Annotated[float | None, field(
+        "fraction", "in place of --usable: the KV cache takes this fraction of the memory left after the weights "
+                    "and the engine's own buffers (TensorRT-LLM's kv_cache_free_gpu_mem_fraction, 0.9 by default "
+                    "there)", gt=0, le=1)] = None
     convention: Annotated[str, field("choice", "FLOPs convention: 2N (no attention), causal or full",
                                      choices=CONVENTIONS)] = "causal"
     price: Annotated[float | None, field("usd_per_hour", "price of one GPU-hour (no price: no $ figures)",

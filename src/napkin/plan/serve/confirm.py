@@ -25,7 +25,8 @@ def simulate(req: PlanServeRequest, g: gr.Grid, x: dict[str, Any]) -> dict[str, 
     rep = calculators.get("serve")(
         model=req.model, gpu=h["key"], gpus=int(x["gpus"]), tp=int(x["tp"]), precision=h["precision"],
         kv_precision=req.kv_precision, prompt=float(x["prompt"]), output=float(x["output"]), batch=int(x["batch"]),
-        chunk=req.chunk, cached_prefix=req.cached_prefix, rate=float(x["per_replica"]), usable=req.usable,
+        chunk=req.chunk, cached_prefix=req.cached_prefix, rate=float(x["per_replica"]),
+        **({"usable": req.usable} if req.kv_free_fraction is None else {"kv_free_fraction": req.kv_free_fraction}),
         gemm_efficiency=req.gemm_efficiency, bandwidth_efficiency=req.bandwidth_efficiency,
         allreduce_latency=req.allreduce_latency, scale_out_bandwidth=req.scale_out_bandwidth)
     return {"ttft_p99": rep["ttft_p99_s"], "tpot_p99": rep["tpot_p99_s"], "requests": rep["simulated_requests"]}

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napkin import catalog
+from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
+from napkin.formulas import memory as mem
 from napkin.formulas import operators as op
 from napkin.formulas import scheduling as sch
 from napkin.formulas import serving as sv
@@ -190,7 +192,8 @@ class _Context:
         self.P, self.O, self.B = ax.values()
         self.prefix = np.minimum(req.cached_prefix, self.P - 1)
         self.b_kv = bytes_per_value(req.kv_precision, "kv_precision")
-        self.W = m.params * self.H["b_w"]
+        self.W = mem.served_weights_bytes(m.params, n_embedding_head=m.embedding_head_params(),
+                                          bytes_per_param=self.H["b_w"])
         self._by_tp: dict[float, tuple[dict[str, Any], Any]] = {}
 
     def per_tp(self, c: Chunk) -> tuple[dict[str, Any], Any]:
@@ -241,7 +244,15 @@ class _Context:
         return (c.tp == 1) | self.has_link[c.rows]
 
     def fits(self, c: Chunk) -> Any:
-        return self.W[c.rows] / c.n + self.per_tp(c)[1] <= self.H["mem"][c.rows] * self.req.usable
+        w, mem_gpu, f = self.W[c.rows] / c.n, self.H["mem"][c.rows], self.req.kv_free_fraction
+        if f is None:
+            return w + self.per_tp(c)[1] <= mem_gpu * self.req.usable
+        rt, m, tp = eff.runtime(), self.m, int(c.tp)
+        buffers = sv.engine_buffer_bytes(float(self.req.chunk), d_attn=m.d_attn, factor=rt.factor(tp, moe=m.is_moe),
+                                         floor_bytes=rt.activation_floor_bytes, collective_bytes=rt.collective(tp),
+                                         context_bytes=rt.context_bytes)
+        return w + self.per_tp(c)[1] <= sv.usable_of_free(mem_gpu, weights_bytes_per_gpu=w, buffer_bytes=buffers,
+                                                          fraction=f)
 
 
 def chunks(ax: Axes) -> list[Chunk]:

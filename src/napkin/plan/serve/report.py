@@ -47,6 +47,7 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
     low = min(req.prompt) if isinstance(req.prompt, list) else req.prompt
     if req.cached_prefix >= low:
         raise InputError("cached_prefix", req.cached_prefix, f"must be less than the prompt ({low:g} tokens)")
+    resolve.kv_budget_given_once(req)
     obj = objectives(req)
     p99 = "ttft_p99" in obj or "tpot_p99" in obj
     g = evaluate(req, r, objectives=obj, keep=tail.SCREEN_PER_CHUNK if p99 else req.top)

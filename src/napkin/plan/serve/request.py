@@ -67,6 +67,9 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
         f"scale-up domain (default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None
     usable: Annotated[float, field("fraction", "fraction of GPU memory for weights and KV")] = (
         catalog.default_value("serve_usable_memory_fraction"))
+    kv_free_fraction: Annotated[float | None, field(
+        "fraction", "in place of --usable: the KV cache's fraction of the memory left after weights and engine "
+                    "buffers (TensorRT-LLM's kv_cache_free_gpu_mem_fraction)", gt=0, le=1)] = None
     top: Annotated[int, field("int", "configurations to list", gt=0)] = 10
     confirm: Annotated[int, field("int", "configurations the load simulation confirms under p99 objectives "
                                          "(`napkin serve --rate` on each, cheapest first)", ge=0, le=20)] = 3
