@@ -60,7 +60,7 @@ SERVE_70B_8XH100 = (
     '  usd_per_million_output_tokens  $5.726/M\n'
     '  usd_per_million_input_tokens   $0.2962/M\n'
     '  usd_per_million_tokens_all_in  $6.714/M\n'
-    '  error_bar                      tokens_per_s: median error 17% (max 67%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
+    '  error_bar                      tokens_per_s: median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
     'warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 90 us\n'
@@ -127,7 +127,7 @@ PLAN_H100 = (
     '  best_usd_per_million_tokens_all_in  $2.778/M\n'
     '  best_ttft_s                         101.3 ms\n'
     '  best_tpot_s                         41.56 ms\n'
-    '  best_error_bar                      tokens_per_s: median error 17% (max 67%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
+    '  best_error_bar                      tokens_per_s: median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     'note: ranking: each row at the target load (10 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
@@ -169,7 +169,7 @@ PLAN_MAX_RATE = (
     '  best_usd_per_million_tokens_all_in  $2.577/M\n'
     '  best_ttft_s                         101.3 ms\n'
     '  best_tpot_s                         41.56 ms\n'
-    '  best_error_bar                      tokens_per_s: median error 17% (max 67%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
+    '  best_error_bar                      tokens_per_s: median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     "note: ranking: each row is one replica at its highest rate within the objectives: 70% of its steady-state capacity (the utilisation target; raise --utilization to load it more); $/M = the replica's hour over the tokens it serves at that rate\n"
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
@@ -212,7 +212,7 @@ PLAN_P99 = (
     '  best_fleet_usd_per_hour             $10/h\n'
     '  best_usd_per_million_tokens_all_in  $2.577/M\n'
     '  best_ttft_s                         101.3 ms\n'
-    '  best_error_bar                      tokens_per_s: median error 17% (max 67%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
+    '  best_error_bar                      tokens_per_s: median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample, tpot_s: median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample, ttft_s: median error 17% (max 25%) on 5 published H100 points, out of sample\n'
     '  best_ttft_p99_s                     302.8 ms\n'
     '  best_tpot_p99_s                     35.81 ms\n'
     'assumed: utilization = 70%\n'
@@ -257,7 +257,7 @@ PLAN_P99_RATE = (
     '  best_fleet_usd_per_hour             $5/h\n'
     '  best_usd_per_million_tokens_all_in  $0.2315/M\n'
     '  best_ttft_s                         40.9 ms\n'
-    '  best_error_bar                      tokens_per_s: median error 5% (max 33%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
+    '  best_error_bar                      tokens_per_s: median error 5% (max 91%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
     '  best_ttft_p99_s                     102.8 ms\n'
     '  best_tpot_p99_s                     14.44 ms\n'
     'assumed: utilization = 70%\n'
@@ -299,7 +299,7 @@ PLAN_WORKLOADS = (
     '  best_usd_per_million_tokens_all_in  $0.2778/M\n'
     '  best_ttft_s                         22.6 ms\n'
     '  best_tpot_s                         12.05 ms\n'
-    '  best_error_bar                      tokens_per_s: median error 5% (max 33%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
+    '  best_error_bar                      tokens_per_s: median error 5% (max 91%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
     'assumed: utilization = 70%\n'
     'note: ranking: each row at the target load (5 requests/s): tok/s/GPU = rate · output / total GPUs, what a GPU delivers ($/M follows from it); TPOT = a step of the full batch with the prompt chunks of the requests that replace finished ones (the replica at capacity: an upper bound)\n'
     "note: $/M all-in: the fleet's hour over the output tokens it serves, each with its prompt's prefill, as `napkin serve` gives usd_per_million_tokens_all_in (its usd_per_million_output_tokens leaves the prefill to usd_per_million_input_tokens)\n"
@@ -382,9 +382,9 @@ SERVE_WATERFALL = (
     '  usd_per_million_output_tokens  $0.8744/M\n'
     '  usd_per_million_input_tokens   $0.01902/M\n'
     '  usd_per_million_tokens_all_in  $0.9378/M\n'
-    '  error_bar                      tokens_per_s: median error 5% (max 33%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
+    '  error_bar                      tokens_per_s: median error 5% (max 91%) on 43 published single-GPU H100 points, out of sample, tpot_s: median error 13% (max 32%) on 5 published H100 points, out of sample, ttft_s: median error 23% (max 25%) on 3 published single-GPU H100 points, out of sample\n'
     'warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n'
-    'warning [draft-slower]: at waterfall step draft=llama-3.2-1b: speculative decoding is slower here (0.88x): the draft and the verification cost more than the accepted tokens save\n'
+    'warning [draft-slower]: at waterfall step draft=llama-3.2-1b: speculative decoding is slower here (0.89x): the draft and the verification cost more than the accepted tokens save\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 90 us\n'
     "note: continuous batching, steady state at 8 sequences in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
@@ -394,10 +394,10 @@ SERVE_WATERFALL = (
     '  step                tokens/s     x      TPOT      TTFT    $/M out  binds      max batch\n'
     '  baseline             873.8/s     -  9.155 ms  31.74 ms  $0.8744/M  bandwidth        355\n'
     '  batch=64              3796/s  4.34  16.86 ms  36.02 ms  $0.1493/M  bandwidth        355\n'
-    '  precision=fp8         5129/s  1.35  12.48 ms  25.09 ms   $0.116/M  bandwidth        402\n'
-    '  tp=2                  6847/s  1.33  9.348 ms  18.25 ms  $0.1775/M  bandwidth        851\n'
-    '  cached-prefix=900     8387/s  1.22  7.631 ms  10.21 ms  $0.1775/M  bandwidth      2,764\n'
-    '  draft=llama-3.2-1b    7399/s  0.88   8.65 ms  10.21 ms  $0.2036/M  bandwidth      1,512\n'
+    '  precision=fp8         5055/s  1.33  12.66 ms  25.27 ms  $0.1183/M  bandwidth        395\n'
+    '  tp=2                  6781/s  1.34  9.439 ms  18.34 ms  $0.1799/M  bandwidth        845\n'
+    '  cached-prefix=900     8288/s  1.22  7.722 ms   10.3 ms  $0.1799/M  bandwidth      2,744\n'
+    '  draft=llama-3.2-1b    7335/s  0.89  8.725 ms   10.3 ms  $0.2055/M  bandwidth      1,498\n'
 )
 
 
@@ -494,7 +494,7 @@ WATERFALL_REPEAT_ARGS = ['serve', '--model', 'llama-3.1-8b', '--gpu', 'h100', '-
                          '--waterfall', 'batch=32,precision=fp8,batch=128', '--waterfall', 'batch=100000,batch=256']
 WATERFALL_REPEAT_TAIL = (
     'warning [every-hour-busy]: no --utilization: the $/M figures assume every paid hour is busy (100%); an hour the replica sits idle still costs, so at 40% busy they are 2.5x; give --utilization\n'
-    'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 402 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
+    'warning [waterfall-does-not-fit]: step batch=100000 does not fit (at most 395 sequences of 1,300 tokens fit on 1 x H100 SXM, not 100,000): it shows no tokens/s, $/M or speed-up; the next step that fits is compared with batch=128\n'
     'assumed: usable = 90%; utilization = 100%\n'
     'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 90 us\n'
     "note: continuous batching, steady state at 1 sequence in flight: every request's prefill is paid in the same GPU time as the decoding; no queue (give --rate for latency under load)\n"
@@ -504,15 +504,15 @@ WATERFALL_REPEAT_TAIL = (
     '  step           tokens/s      x      TPOT      TTFT     $/M out  binds            max batch\n'
     '  baseline        121.6/s      -  8.222 ms  31.21 ms    $6.675/M  bandwidth              355\n'
     '  batch=32         2580/s  21.21   12.4 ms  33.57 ms   $0.2529/M  bandwidth              355\n'
-    '  precision=fp8    3578/s   1.39  8.944 ms  22.95 ms   $0.1862/M  bandwidth              402\n'
-    '  batch=128        6475/s   1.81  19.77 ms  29.36 ms  $0.08086/M  bandwidth              402\n'
-    '  batch=100000          -      -         -         -           -  memory capacity        402\n'
-    '  batch=256        7229/s   1.12  35.41 ms  37.96 ms  $0.06593/M  bandwidth              402\n'
+    '  precision=fp8    3506/s   1.36  9.127 ms  23.14 ms   $0.1909/M  bandwidth              395\n'
+    '  batch=128        6416/s   1.83  19.95 ms  29.54 ms  $0.08203/M  bandwidth              395\n'
+    '  batch=100000          -      -         -         -           -  memory capacity        395\n'
+    '  batch=256        7205/s   1.12  35.53 ms  38.08 ms  $0.06631/M  bandwidth              395\n'
 )
 
 
 def test_waterfall_keeps_repeated_steps_and_marks_the_one_that_does_not_fit(run_cli):
-    """Every step in the order given (batch twice, then again), and batch=100000 (at most 402 sequences fit
+    """Every step in the order given (batch twice, then again), and batch=100000 (at most 395 sequences fit
     with fp8 weights) as not fitting: no tokens/s, no speed-up, no $/M; batch=256 is compared with batch=128."""
     out = run_cli(*WATERFALL_REPEAT_ARGS).stdout
     assert out[out.index("warning ["):] == WATERFALL_REPEAT_TAIL

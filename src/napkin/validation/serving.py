@@ -25,6 +25,7 @@ class Outcome:
 
     value: float | None
     reason: str = ""
+    batch: int = 0  # sequences in flight on one replica in napkin's model of the run
 
 
 @functools.cache
@@ -73,8 +74,12 @@ def request_of(p: dict, prof: dict) -> dict[str, Any]:
     raw: dict[str, Any] = {
         "model": p["model_key"], "gpu": p["gpu"], "gpus": tp * pp, "tp": tp, "precision": p["precision"],
         "kv_precision": p.get("kv_precision", p["precision"]), "prompt": float(p["input_tokens"]),
-        "output": float(p["output_tokens"]), "usable": prof["usable"],
+        "output": float(p["output_tokens"]),
         "scheduling": "static" if p["scheduling"] == "static" else prof["scheduling"]}
+    if "kv_free_fraction" in prof:
+        raw["kv_free_fraction"] = prof["kv_free_fraction"]
+    else:
+        raw["usable"] = prof["usable"]
     if p.get("mlp_precision"):
         raw["mlp_precision"] = p["mlp_precision"]
     return raw
@@ -106,19 +111,26 @@ def predict(p: dict) -> Outcome:
     _, prof = profile_of(p)  # type: ignore[misc]
     serve = calculators.get("serve")
     raw = request_of(p, prof)
+    chunk = prof.get("chunk")
+
+    def step_tokens(batch: int) -> dict:  # the engine's token budget, which also sizes its buffers
+        if chunk is None:
+            return {}
+        return {"chunk": int(raw["prompt"] + batch) if chunk == "prompt+batch" else int(chunk)}
+
     batch = int(p["batch"])
     if not batch:
-        probe = _run(serve, {**raw, "batch": 1})
-        batch = int(min(prof.get("max_sequences", 4096), probe["max_batch"]))
-        if batch < 1:
-            return Outcome(None, "the weights do not fit the replica at the engine's memory fraction")
-    raw["batch"] = batch
-    chunk = prof.get("chunk")
-    if chunk is not None:
-        raw["chunk"] = int(raw["prompt"] + batch) if chunk == "prompt+batch" else int(chunk)
+        batch = 1
+        for _ in range(2):  # a budget of prompt + batch tokens sizes buffers that bound the batch: settle it
+            probe = _run(serve, {**raw, "batch": 1, **step_tokens(batch)})
+            batch = int(min(prof.get("max_sequences", 4096), probe["max_batch"]))
+            if batch < 1:
+                return Outcome(None, "the weights do not fit the replica at the engine's memory fraction")
+    raw.update(batch=batch, **step_tokens(batch))
     if p.get("request_rate") or (p["scenario"] == "server" and prof.get("arrivals") == "poisson"):
-        return _under_load(serve, raw, p, prof)
-    return Outcome(_metric(_run(serve, raw), p))
+        out = _under_load(serve, raw, p, prof)
+        return Outcome(out.value, out.reason, batch)
+    return Outcome(_metric(_run(serve, raw), p), batch=batch)
 
 
 SIMULATED = 600  # requests per simulated run (the first tenth warm-up): enough for a mean or a median
