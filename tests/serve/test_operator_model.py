@@ -198,6 +198,16 @@ def test_a_part_with_its_own_measurement_replaces_its_familys_figure():
     assert (b.gemm_at("bf16"), b.gemm_at("fp8")) == (0.78, 0.76)
 
 
+def test_the_b200s_fp4_fraction_is_a_published_fp4_measurement():
+    """DeepGEMM pull request #348: dense FP4 x FP4 GEMMs on a B200 reach 5702 TFLOPS at 8192^3, 63.4% of its 9 PFLOPS
+    dense FP4 peak; before it napkin took FP8's 76.3% for FP4. The GB200 takes it times its own FP8 fraction over
+    the B200's: 0.634 x 0.723 / 0.763 = 0.60."""
+    b, gb = eff.family("b200"), eff.family("gb200")
+    assert b.gemm_at("fp4") == 0.63 == round(5702 / 9000, 2)
+    assert gb.gemm_at("fp4") == 0.60 == round(5702 / 9000 * 0.723 / 0.763, 2)
+    assert "5702" in b.gemm_source and "pull request #348" in gb.gemm_source
+
+
 def test_a_compute_bound_gemm_on_the_pcie_card_runs_at_its_own_fraction():
     """Same 312 TFLOPS peak, same shapes: a prompt's GEMMs take 0.87 / 0.81 as long on the PCIe card."""
     kw = dict(batch=1, prompt=4096, output=1)
