@@ -78,7 +78,7 @@ JOURNEY_405B = (
     '  kv_capacity_tokens              455.3k  = free_bytes / kv_bytes_per_token   [free_bytes = 235 GB]\n'
     '  ttft_s                        184.2 ms  = prefill_s  (on an idle node: queueing and the network add to it)\n'
     '  note: prefill operators: mlp 75.69 ms, allreduce 52.71 ms, layer_overhead 22.68 ms\n'
-    "  note: the operator model's TTFT against published runs (napkin validate): median error 17% (max 25%) on 5 published H100 points, out of sample\n"
+    "  note: the operator model's TTFT against published runs (napkin validate): median error 17% (max 30%) on 5 published H100 dense-model points, out of sample\n"
     '\n'
     '5. Decode                                                  Σ 1.053 PFLOP\n'
     '  decode_attention_flops        2.849 TFLOP  = 4 · L · d_attn · T_out · (T_in + T_out / 2)   [L = 126, d_attn = 16384, T_in = 1,000, T_out = 300]\n'
@@ -107,10 +107,10 @@ JOURNEY_405B = (
     '  batch_at_ridge                      295.4  = ridge · bytes_per_param / 2  (where weight reads stop binding)   [ridge = 590.7, bytes_per_param = 1]\n'
     '  max_sequences_in_memory               350  = floor(free_bytes / kv_bytes_per_sequence)   [free_bytes = 235 GB]\n'
     '  note: decode operators, one sequence: mlp 14.31 ms, layer_overhead 11.34 ms, allreduce 3.433 ms\n'
-    "  note: the operator model's throughput against published runs (napkin validate): median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample\n"
+    "  note: the operator model's throughput against published runs (napkin validate): median error 13% (max 200%) on 77 published multi-GPU H100 dense-model points, out of sample\n"
     '  note: each answer token needs the one before it: decode is serial, and each step reads every weight\n'
     '  note: the step times include what a napkin rule leaves out: the tensor-parallel all-reduces, attention over the KV cache, the element-wise kernels and the fixed per-layer costs, each operator on its own roofline, summed\n'
-    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 3% (max 14%) on 3 published multi-GPU H100 points, out of sample\n"
+    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 14% (max 16%) on 3 published multi-GPU H100 dense-model points, out of sample\n"
     '  note: the meter counts 2N for every answer token; the last token is never fed back, so strictly one pass fewer (0.08% of Σ)\n'
     '\n'
     '6. The bill                                                Σ 1.053 PFLOP\n'

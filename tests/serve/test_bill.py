@@ -286,7 +286,7 @@ SELF_HOSTED = (
     '  self_hosted_scheduling              continuous\n'
     '  self_hosted_tokens_per_s            2707/s\n'
     '  self_hosted_requests_per_s          2.707/s\n'
-    '  self_hosted_error_bar               tokens_per_s: median error 16% (max 181%) on 132 published multi-GPU H100 points, out of sample\n'
+    '  self_hosted_error_bar               tokens_per_s: median error 13% (max 200%) on 77 published multi-GPU H100 dense-model points, out of sample\n'
     '  self_hosted_usd_per_million_input   $0.3095/M\n'
     '  self_hosted_usd_per_million_output  $1.743/M\n'
     '  self_hosted_usd                     $0.002052\n'

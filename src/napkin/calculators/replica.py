@@ -314,17 +314,22 @@ def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, k
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))
 
 
-def error_bars(g: Accelerator, gpus: int | None = None) -> dict[str, str]:
+def error_bars(g: Accelerator, gpus: int | None = None, *, moe: bool | None = None) -> dict[str, str]:
     """{answer: its error bar}: the out-of-sample median and max error `napkin validate` stored for each kind
     of answer (throughput, TPOT, TTFT), from the closest cell with three points or more: g's family on a
     replica of that size (one GPU, or several: a tensor-parallel group adds its collectives, and its errors
-    differ), g's family, all points on that size, all points."""
+    differ), g's family, all points on that size, all points; for a dense or a mixture-of-experts model
+    (``moe``), first its own kind's points alone (their errors differ most of all), then every kind's."""
     table = eff.error_bars()
     fam = eff.family(g.key).key
     name = g.name.split()[0]
     scale = None if gpus is None else "one GPU" if gpus == 1 else "several GPUs"
     tries = ([(f"{fam}, {scale}", f"{scale} {name}"), (fam, name)] if scale else [(fam, name)]) \
         + ([(f"all, {scale}", scale)] if scale else []) + [("all", "")]
+    if moe is not None:
+        kind = "moe" if moe else "dense"
+        word = "MoE" if moe else "dense-model"
+        tries = [(f"{kind}: {k}", f"{w} {word}".strip()) for k, w in tries] + tries  # then every kind's
     out: dict[str, str] = {}
     for key, group in ERROR_BAR_METRICS:
         cells = table.get(group, {})

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import msgspec
 
 from napkin.calculators import Calculator
+from napkin import catalog
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.request import field
@@ -67,6 +68,7 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
                      "replica_gpus": p["tp"] * (p.get("pp") or 1),  # one replica's, as serve cites (not the system's)
                      "family": eff.family(p["gpu"]).key, "engine": p["engine"], "metric": p["metric"],
                      "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err, "batch": out.batch,
+                     "moe": catalog.model(p["model_key"]).is_moe,
                      "explanation": p.get("explanation", "")})
     return rows, skipped
 
@@ -95,6 +97,8 @@ def summary_of(rows: list[dict], groups: tuple[str, ...], *, scales: bool = Fals
         families = sorted({r["family"] for r in mine})
         if scales:
             cuts += [(f"all, {name}", [r for r in mine if on(r["replica_gpus"])]) for name, on in SCALES]
+            cuts += [(f"all, {label} models", [r for r in mine if r.get("moe") is moe]) for label, moe in
+                     (("dense", False), ("MoE", True))]
         for f in families:
             cuts.append((f"family {f}", [r for r in mine if r["family"] == f]))
             if scales:
@@ -109,16 +113,21 @@ def summary_of(rows: list[dict], groups: tuple[str, ...], *, scales: bool = Fals
     return out
 
 
+KINDS = (("dense", False), ("moe", True))  # an answer cites the points of its own kind of model
+
+
 def baseline_table(rows: list[dict]) -> dict:
     """What `serve` cites as its error bar: {group: {key: {median, max, n}}}, the key 'all', a family ('h100')
-    or either on one GPU or on several ('all, one GPU', 'h100, several GPUs')."""
+    or either on one GPU or on several ('all, one GPU', 'h100, several GPUs'), over every point, and the same
+    keys prefixed 'dense: ' or 'moe: ' over the dense or the mixture-of-experts models' points alone."""
     out: dict[str, dict] = {}
-    for s in summary(rows):
-        sub = s["subset"]
-        key = sub if sub.startswith("all") else sub.split(" ", 1)[1] if sub.startswith("family") else None
-        if key is not None:
-            out.setdefault(s["group"], {})[key] = {"median": round(s["median_error"], 4),
-                                                   "max": round(s["max_error"], 4), "n": s["n"]}
+    for prefix, sel in [("", rows)] + [(f"{k}: ", [r for r in rows if r["moe"] is moe]) for k, moe in KINDS]:
+        for s in summary(sel):
+            sub = s["subset"]
+            key = sub if sub.startswith("all") else sub.split(" ", 1)[1] if sub.startswith("family") else None
+            if key is not None:
+                out.setdefault(s["group"], {})[prefix + key] = {"median": round(s["median_error"], 4),
+                                                                "max": round(s["max_error"], 4), "n": s["n"]}
     return out
 
 

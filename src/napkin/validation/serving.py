@@ -54,10 +54,14 @@ def why_not(p: dict) -> str:
     """Why a point cannot be predicted from what its source states ('' when it can)."""
     if not p.get("model_key"):
         return "the model is not in the catalog"
+    if not p.get("gpu"):
+        return "the accelerator is not in the catalog"
     if not p["input_tokens"] or not p["output_tokens"]:
         return "the source publishes no mean input length for its dataset"
     if not p["tp"]:
         return "the source does not state the parallel layout"
+    if p.get("attention_dp") and p["gpus"] > 1 and not p.get("ep"):
+        return "attention data parallelism with an expert-parallel degree the source does not state"
     if p["metric"] not in GROUPS:
         return f"metric {p['metric']} is not predicted"
     if profile_of(p) is None:

@@ -107,7 +107,7 @@ def batched(r: Report, t: Trip, kv_seq: float, tps: float) -> None:
             r.warn("batch-does-not-fit", f"a batch of {req.batch} sequences of {t.context:,} tokens needs "
                                          f"{units.format(req.batch * kv_seq * repl, 'bytes')} of KV cache; "
                                          f"{units.format(t.free, 'bytes')} are free ({int(max_seq)} sequences)")
-    bar = error_bars(t.g, t.n_gpus).get("tokens_per_s")
+    bar = error_bars(t.g, t.n_gpus, moe=t.m.is_moe).get("tokens_per_s")
     if bar:
         r.note(f"the operator model's throughput against published runs (napkin validate): {bar}")
 
@@ -156,7 +156,7 @@ def decode(walk: Walk, t: Trip) -> None:
     r.note("the step times include what a napkin rule leaves out: the tensor-parallel all-reduces, attention "
            "over the KV cache, the element-wise kernels and the fixed per-layer costs, each operator on its own "
            "roofline, summed")
-    bar = error_bars(t.g, t.n_gpus).get("tpot_s")
+    bar = error_bars(t.g, t.n_gpus, moe=t.m.is_moe).get("tpot_s")
     if bar:
         r.note(f"the operator model's decode step (TPOT) against published runs (napkin validate): {bar}")
     r.note("the meter counts 2N for every answer token; the last token is never fed back, so strictly one pass "

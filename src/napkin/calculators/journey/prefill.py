@@ -96,7 +96,7 @@ def prefill(walk: Walk, t: Trip) -> None:
                    free_bytes=(t.free, "bytes"))
     r.step("ttft_s", "prefill_s  (on an idle node: queueing and the network add to it)", value=t.prefill_s,
            unit="seconds")
-    bar = error_bars(t.g, t.n_gpus).get("ttft_s")
+    bar = error_bars(t.g, t.n_gpus, moe=t.m.is_moe).get("ttft_s")
     if bar:
         r.note(f"the operator model's TTFT against published runs (napkin validate): {bar}")
     walk.close("prefill", r, pf)

@@ -25,6 +25,6 @@ def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:
         r.note(f"no error bar: {', '.join(given)} replace{'s' if len(given) == 1 else ''} what `napkin validate` "
                "measured the model with, so its published errors do not cover these figures")
         return
-    out = error_bars(s.g, s.tp * s.pp)
+    out = error_bars(s.g, s.tp * s.pp, moe=s.m.is_moe)
     if out:
         r.set("error_bar", out)

@@ -176,7 +176,7 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     if "tpot_s" in b:
         r.set("best_tpot_s", b["tpot_s"], "seconds")
     by_hand = (req.gemm_efficiency, req.bandwidth_efficiency, req.allreduce_latency)
-    bar = rep.error_bars(catalog.gpu(b["gpu"]), b["gpus"])  # the best one's family and size
+    bar = rep.error_bars(catalog.gpu(b["gpu"]), b["gpus"], moe=g.model.is_moe)  # the best one's family, size, kind
     if bar and all(v is None for v in by_hand):  # efficiencies by hand: not the validated model
         r.set("best_error_bar", bar)
     if b["tp_beyond_scale_up"]:
