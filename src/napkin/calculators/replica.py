@@ -89,6 +89,21 @@ def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
     return f"PCIe and the scale-out network at {per_gpu} ({slower}, the slower hop)"
 
 
+def engine_buffers(m: ModelSpec, tp: int, step_tokens: float) -> tuple[float, dict[str, Any]]:
+    """(bytes, the inputs as a derivation step names them) an engine holds per GPU outside weights and KV for a
+    step budget of ``step_tokens`` on TP ``tp``: formulas.serving.engine_buffer_bytes at catalog/efficiency.toml's
+    [runtime] figures. `serve` shows the step; `plan serve` sizes its fit with the same bytes."""
+    from napkin.formulas import serving as sv
+
+    rt = eff.runtime()
+    factor, collective = rt.factor(tp, moe=m.is_moe), rt.collective(tp)
+    value = sv.engine_buffer_bytes(step_tokens, d_attn=m.d_attn, factor=factor, floor_bytes=rt.activation_floor_bytes,
+                                   collective_bytes=collective, context_bytes=rt.context_bytes)
+    return value, {"T": (step_tokens, "count"), "d_attn": (m.d_attn, "count"), "c": factor,
+                   "floor": (rt.activation_floor_bytes, "bytes"), "collective": (collective, "bytes"),
+                   "context": (rt.context_bytes, "bytes")}
+
+
 @dataclass(frozen=True)
 class Given:
     """Efficiencies a request gives by hand (None: resolve them); overrides fitted and catalog values."""

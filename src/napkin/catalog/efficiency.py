@@ -2,8 +2,9 @@
 
 ``family(gpu_key)`` gives the measured fractions of a part's datasheet peaks that the operator
 model runs at (a part without published measurements gets ``[family.unmeasured]``, flagged);
-``shape()`` the curve parameters; ``runtime()`` what an engine holds outside weights and KV; ``fitted()`` the parameters fitted to published serving runs,
-with the out-of-sample error that comes with them.
+``shape()`` the curve parameters; ``runtime()`` what an engine holds outside weights and KV;
+``fitted()`` the parameters fitted to published serving runs, with the out-of-sample error that
+comes with them.
 """
 
 from __future__ import annotations

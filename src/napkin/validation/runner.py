@@ -67,8 +67,8 @@ def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tup
         rows.append({"id": p["id"], "source": p["source"], "fold": fold, "gpu": p["gpu"],
                      "replica_gpus": p["tp"] * (p.get("pp") or 1),  # one replica's, as serve cites (not the system's)
                      "family": eff.family(p["gpu"]).key, "engine": p["engine"], "metric": p["metric"],
-                     "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err, "batch": out.batch,
-                     "moe": catalog.model(p["model_key"]).is_moe,
+                     "group": sv.GROUPS[p["metric"]], "measured": p["value"], "predicted": out.value, "error": err,
+                     "batch": out.batch, "moe": catalog.model(p["model_key"]).is_moe,
                      "explanation": p.get("explanation", "")})
     return rows, skipped
 

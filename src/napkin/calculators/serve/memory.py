@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from napkin import catalog
+from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.calculators.steps import kv_held, kv_replication_step, kv_step
-from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.errors import InputError
 from napkin.formulas import memory as mem
@@ -124,15 +124,9 @@ def usable_bytes(r: Report, s: Setup, req: ServeRequest, w_gpu: float) -> float:
         return r.step("usable_bytes_per_gpu", "memory · usable", value=s.capacity * req.usable, unit="bytes",
                       memory=(s.capacity, "bytes"), usable=req.usable, note=note)
     resolve.kv_budget_given_once(req)
-    rt, m = eff.runtime(), s.m
-    factor = rt.factor(s.tp, moe=m.is_moe)
+    value, inputs = rep.engine_buffers(s.m, s.tp, float(req.chunk))
     buffers = r.step("engine_buffer_bytes_per_gpu", "max(2 · T · d_attn · c(tp), floor) + collective(tp) + context",
-                     value=sv.engine_buffer_bytes(float(req.chunk), d_attn=m.d_attn, factor=factor,
-                                                  floor_bytes=rt.activation_floor_bytes,
-                                                  collective_bytes=rt.collective(s.tp), context_bytes=rt.context_bytes),
-                     unit="bytes", T=(float(req.chunk), "count"), d_attn=(m.d_attn, "count"), c=factor,
-                     floor=(rt.activation_floor_bytes, "bytes"), collective=(rt.collective(s.tp), "bytes"),
-                     context=(rt.context_bytes, "bytes"), cites=sv.engine_buffer_bytes,
+                     value=value, unit="bytes", **inputs, cites=sv.engine_buffer_bytes,
                      note="T: the step's token budget (--chunk)")
     r.assume("kv_free_fraction", req.kv_free_fraction, "of the memory free after loading goes to the KV cache",
              unit="fraction", basis="given")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napkin import catalog
-from napkin.catalog import efficiency as eff
+from napkin.calculators import replica as rep
 from napkin.derivation import Report
 from napkin.formulas import memory as mem
 from napkin.formulas import operators as op
@@ -247,10 +247,7 @@ class _Context:
         w, mem_gpu, f = self.W[c.rows] / c.n, self.H["mem"][c.rows], self.req.kv_free_fraction
         if f is None:
             return w + self.per_tp(c)[1] <= mem_gpu * self.req.usable
-        rt, m, tp = eff.runtime(), self.m, int(c.tp)
-        buffers = sv.engine_buffer_bytes(float(self.req.chunk), d_attn=m.d_attn, factor=rt.factor(tp, moe=m.is_moe),
-                                         floor_bytes=rt.activation_floor_bytes, collective_bytes=rt.collective(tp),
-                                         context_bytes=rt.context_bytes)
+        buffers, _ = rep.engine_buffers(self.m, int(c.tp), float(self.req.chunk))
         return w + self.per_tp(c)[1] <= sv.usable_of_free(mem_gpu, weights_bytes_per_gpu=w, buffer_bytes=buffers,
                                                           fraction=f)
 
