@@ -156,6 +156,26 @@ def continuous_ttft_seconds(chunk_step_s: Any, *, n_chunks: Any, mixed: Any = Tr
     return n_chunks * chunk_step_s * mixed + (decode_step_s / 2.0 + prefill_batch_s) * (1 - mixed)
 
 
+def host_bound_step_seconds(gpu_step_s: Any, *, requests: Any, host_per_request_s: Any) -> Any:
+    """t_step = max(t_GPU, h · R)
+
+    An engine whose scheduler, sampler bookkeeping and request updates run on the host CPU
+    spends h seconds of host time per request in a step (R requests: the decoding sequences
+    plus the prompts that ride in it). With the host work of step i + 1 overlapped with the GPU
+    work of step i (TensorRT-LLM's overlap scheduler, vLLM V1's async scheduling) the step lasts
+    the longer of the two; h = 0 is a host that never binds.
+    Trap: a GPU-only step time for a small or sparse model at thousands of sequences: its GPU
+    step shrinks with the active parameters, the host's work does not. TensorRT-LLM 1.0 ran
+    Qwen3-30B-A3B at 128/128 tokens 40% slower on a GB200 (Grace host) than on a B200 (x86
+    host) with the same Blackwell GPU, while the dense Llama 3.3 70B ran 9% faster there.
+    Source: TensorRT-LLM pull request #10273 (2025-12-24): GPT-OSS-120B on GB200, the PyTorch
+    executor at max_batch_size 1536 per rank, 45.11 ms of host time per iteration: about 29 us
+    per request on a Grace host; TransformerEngine issue #2053 (2025-08-11): the same PyTorch
+    module costs 37 us of CPU time on GB200 against 13.5 us on an x86 H100 DGX.
+    """
+    return _maximum(gpu_step_s, host_per_request_s * requests)
+
+
 # ------------------------------------------------------------------ latency percentiles under Poisson load
 def erlang_c(servers: Any, *, offered_load: Any) -> Any:
     """C(c, a) = B / (1 − ρ · (1 − B)),   B = B(c, a) by B(k) = a · B(k−1) / (k + a · B(k−1)), B(0) = 1;  ρ = a / c

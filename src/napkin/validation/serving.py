@@ -84,6 +84,9 @@ def request_of(p: dict, prof: dict) -> dict[str, Any]:
         raw["kv_free_fraction"] = prof["kv_free_fraction"]
     else:
         raw["usable"] = prof["usable"]
+    host = prof.get("host_per_request", {}).get(p["gpu"])
+    if host and not p.get("request_rate") and not (p["scenario"] == "server" and prof.get("arrivals") == "poisson"):
+        raw["host_per_request"] = host
     if p.get("mlp_precision"):
         raw["mlp_precision"] = p["mlp_precision"]
     return raw

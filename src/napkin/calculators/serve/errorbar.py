@@ -14,7 +14,8 @@ from .inputs import Setup
 from .request import ServeRequest
 
 
-BY_HAND = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency", "layer_overhead", "step_overhead")
+BY_HAND = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency", "layer_overhead", "step_overhead",
+           "host_per_request")
 
 
 def error_bar(r: Report, s: Setup, req: ServeRequest) -> None:

@@ -42,6 +42,9 @@ def under_load(r: Report, s: Setup, req: ServeRequest, c: Context, memory: Memor
     if req.scheduling == "static":
         raise InputError("rate", req.rate, "needs a continuous or prefill-first scheduler",
                          "static batches run to completion before new requests join: use --scheduling continuous")
+    if req.host_per_request:
+        raise InputError("host_per_request", _fmt(req.host_per_request, "seconds"), "is not simulated under load",
+                         "drop --host-per-request with --rate or --trace (the steady state counts it)")
     if s.pp > 1:
         r.warn("stages-not-simulated", f"the load simulation runs one TP group of {s.tp}: the {s.pp} pipeline stages "
                                        "are not simulated, so its latencies are those of one stage's replica")

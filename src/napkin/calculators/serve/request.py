@@ -75,6 +75,10 @@ class ServeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                                              "(default: fitted to published runs)", ge=0)] = None
     step_overhead: Annotated[float | None, field("seconds", "fixed cost of one step: scheduling, sampling "
                                                             "(default: fitted to published runs)", ge=0)] = None
+    host_per_request: Annotated[float | None, field(
+        "seconds", "host CPU time the engine spends per request in a step (scheduling, sampling bookkeeping), "
+                   "overlapped with the GPU's previous step: a step lasts the longer of the two (default: none; "
+                   "TensorRT-LLM's PyTorch executor on a Grace host: about 29us)", ge=0)] = None
     peak: Annotated[float | None, field("flops_per_s", "dense peak per GPU at the compute precision by hand, "
                                                    "replacing --gpu's datasheet figure (an SRAM part such as a Groq "
                                                    "LPU or a Cerebras wafer, a future part)", gt=0)] = None

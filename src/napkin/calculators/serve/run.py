@@ -59,7 +59,7 @@ def run_serve(req: ServeRequest) -> Report:
     prefill_s, far = prefill(r, s, req)
     c = workload(r, s, req, memory)
     sched = schedule(r, s, req, c)
-    r.set("bound", bound_of(decode_step(s, req.batch, c)))
+    r.set("bound", "host" if sched.host_bound else bound_of(decode_step(s, req.batch, c)))
     compute_bound(r, s, c, max_batch=memory.max_batch)
     warn_far(r, s, far)
     tpot = sched.tpot_s
