@@ -157,3 +157,25 @@ def test_the_llama2_7b_a100_static_point():
     assert (point["model_key"], point["gpu"], point["precision"]) == ("llama-2-7b", "a100-sxm-80gb", "fp16")
     assert (point["batch"], point["input_tokens"], point["output_tokens"]) == (32, 2048, 128)
     assert (point["scheduling"], point["metric"], point["value"]) == ("static", "output_tokens_per_s", 529.0)
+
+
+def test_tensorrt_llms_v015_and_v017_tables_as_published():
+    """TensorRT-LLM's performance overviews at v0.15.0 and v0.17.0 (docs/source/performance/perf-overview.md),
+    the same trtllm-bench flow as v0.14.0: every figure of their throughput tables, 547 and 373 of them."""
+    by_id = {p["id"]: p for p in POINTS}
+    assert sum(p["source"] == "trtllm-perf-0.15" for p in POINTS) == 547
+    assert sum(p["source"] == "trtllm-perf-0.17" for p in POINTS) == 373
+    # Llama 3.1 70B in FP8 on eight H100s at 128/4,096, release over release: | 128, 4096| 12008.26| (v0.15)
+    runs = [by_id[f"trtllm-{v}-llama3.1-70b-h100-fp8-tp8-128-4096-tput"]["value"] for v in ("0.14", "0.15", "0.17")]
+    assert runs == [9168.709, 12008.26, 14171.43]
+    # v0.15's "Mixed" column beside the H100's FP8 one is recorded as an FP16 engine
+    mixed = by_id["trtllm-0.15-llama3.1-8b-h100-fp16-tp1-128-128-tput"]
+    assert (mixed["value"], mixed["precision"], mixed["kv_precision"]) == (16116.63, "fp16", "fp16")
+    assert "'Mixed'" in mixed["note"]
+    # GH200 runs are recorded and counted as not modelled
+    gh = by_id["trtllm-0.17-llama3.1-8b-gh200-fp8-tp1-128-128-tput"]
+    assert (gh["gpu"], gh["value"], gh["hardware"]) == ("", 29852.96, "GH200 480GB")
+    # Llama 3 70B shares Llama 3.1 70B's architecture and is modelled as it, saying so
+    v3 = by_id["trtllm-0.15-llama3-70b-h100-fp8-tp1-128-128-tput"]
+    assert (v3["model"], v3["model_key"], v3["value"]) == ("LLaMA v3 70B", "llama-3.1-70b", 3197.73)
+    assert "Llama 3.1 70B's architecture" in v3["note"]

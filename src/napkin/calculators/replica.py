@@ -30,6 +30,7 @@ class Efficiencies:
 
     gemm: float  # η_max of the attention projections' and LM head's GEMMs, at their compute precision
     mlp_gemm: float  # η_max of the MLP's (or experts') GEMMs
+    expert_gemm: float  # η_max of the routed experts' grouped GEMMs: mlp_gemm · the fitted grouped-GEMM fraction
     gemm_half_tokens: float
     bandwidth: float
     attention: float
@@ -190,7 +191,8 @@ def efficiencies(g: Accelerator, compute_precision: str, *, mlp_precision: str |
     mlp_gemm = gemm if mlp_precision in (None, compute_precision) else (
         fam.gemm_at(mlp_precision) * factor if gemm_basis == "catalog" else gemm)
     e = Efficiencies(
-        gemm=gemm, mlp_gemm=mlp_gemm, gemm_half_tokens=shape.gemm_half_tokens, bandwidth=bw,
+        gemm=gemm, mlp_gemm=mlp_gemm, expert_gemm=mlp_gemm * fit.expert_gemm_efficiency,
+        gemm_half_tokens=shape.gemm_half_tokens, bandwidth=bw,
         attention=fam.attention, allreduce_bus=fam.allreduce_bus,
         allreduce_latency_s=fam.allreduce_latency_s if given.allreduce_latency_s is None else given.allreduce_latency_s,
         per_layer_s=fit.per_layer_s if given.per_layer_s is None else given.per_layer_s,
@@ -249,6 +251,16 @@ def _record(r: Report, g: Accelerator, fam: eff.Family, cp: str, e: Efficiencies
             r.assume(name, value, "given", unit="seconds", basis="given")
 
 
+def note_experts(r: Report, m: ModelSpec) -> None:
+    """Record the fitted grouped-GEMM fraction where the model has routed experts (a dense model never uses it)."""
+    if m.is_moe:
+        fit = eff.fitted()
+        r.assume("expert_gemm_efficiency", fit.expert_gemm_efficiency, "of a dense GEMM's best efficiency that the "
+                 "routed experts' grouped GEMMs reach, fitted to published serving runs, leave-sources-out",
+                 unit="fraction", basis="fitted", source=f"napkin validate: {fit.method}",
+                 replaced_by="a grouped-GEMM benchmark of your engine's MoE kernel at your expert shape")
+
+
 def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
           link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True,
           link_bus: float | None = None) -> op.Rates:
@@ -272,7 +284,7 @@ def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precis
         per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
         elementwise_passes=e.elementwise_passes,
         mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm,
-        allreduce_curve=e.allreduce_curve if scale_up else None)
+        allreduce_curve=e.allreduce_curve if scale_up else None, expert_gemm_efficiency=e.expert_gemm)
 
 
 @dataclass(frozen=True)

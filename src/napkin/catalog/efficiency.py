@@ -114,6 +114,8 @@ class Fitted(msgspec.Struct, kw_only=True, frozen=True):
     per_layer_s: float
     per_layer_decode_s: float
     per_step_s: float
+    # the fraction of the dense GEMMs' best efficiency the routed experts' grouped GEMMs reach (1: as a dense GEMM)
+    expert_gemm_efficiency: float = 1.0
     method: str = ""
     folds: dict[str, dict] = {}
 

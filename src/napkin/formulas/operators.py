@@ -76,6 +76,7 @@ class Rates(NamedTuple):
     mlp_flops_per_s: Any  # the peak the MLP's (or experts') GEMMs run at: their own precision's
     mlp_gemm_efficiency: Any  # and its η_max
     allreduce_curve: Any = None  # measured bus bandwidth at 2^15 .. 2^34 bytes (comm.CURVE_LOG2_BYTES); None: α-β
+    expert_gemm_efficiency: Any = None  # η_max of the routed experts' grouped GEMMs (None: the MLP's)
 
 
 class OperatorTime(NamedTuple):
@@ -142,10 +143,11 @@ def linear_time(tokens: Any, *, k: Any, n: Any, bytes_per_weight: Any, rates: Ra
         seconds = _maximum((k * n * bytes_per_weight + tokens * ((k + n) * ACTIVATION_BYTES))
                            / (rates.memory_bytes_per_s * rates.bandwidth_efficiency),
                            ((2.0 * k * n) * tokens) / achieved)
-        if on is True and isinstance(n, (int, float)) and n > 0:  # every cell has tokens: nothing to gate
-            return OperatorTime(None, None, None, None, seconds)
-        return OperatorTime(None, None, None, None, seconds * (on * (n > 0)))
-    on = (tokens > 0) * (count * (n > 0))  # the constants multiplied first: a swept grid's arrays once each
+        if on is True and isinstance(n, (int, float)) and n > 0 and isinstance(k, (int, float)) and k > 0:
+            return OperatorTime(None, None, None, None, seconds)  # every cell has tokens: nothing to gate
+        return OperatorTime(None, None, None, None, seconds * (on * ((n > 0) * (k > 0))))
+    # no GEMM without both widths (a model with no shared expert: K = 0 moves no activations either)
+    on = (tokens > 0) * (count * ((n > 0) * (k > 0)))  # the constants multiplied first: a swept grid's arrays once
     moved = on * (k * n * bytes_per_weight + tokens * ((k + n) * ACTIVATION_BYTES))
     flops = (2.0 * k * n) * tokens * on
     mem = moved / (rates.memory_bytes_per_s * rates.bandwidth_efficiency)
@@ -191,9 +193,13 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool 
     """t_mlp = (1 − f_moe) · t_dense(M) + f_moe · (t_experts + t_shared)
 
     Dense layers run two GEMMs (in, out). An MoE layer runs, for each of the E_touched routed
-    experts, the same two GEMMs on M·k / E_touched tokens, plus its shared experts on all M.
+    experts, the same two GEMMs on M·k / E_touched tokens, plus its shared experts on all M; the
+    routed experts' grouped GEMMs reach ``rates.expert_gemm_efficiency`` of the peak (η_e · η_max,
+    η_e fitted leave-sources-out: catalog/efficiency.toml [fitted]) where a dense GEMM reaches η_max.
     Trap: counting the routed experts at the batch's M rows: each expert sees only its share, so
-    its GEMM is small and memory-bound long after a dense one would be compute-bound.
+    its GEMM is small and memory-bound long after a dense one would be compute-bound; and pricing
+    a grouped GEMM of many small problems at a dense GEMM's efficiency (vLLM's tuned kernel for
+    Qwen3-30B-A3B's 128 experts reaches 26% of an L40S's FP8 peak at 8,192 tokens, pull request #53710).
     Source: Fedus et al. 2022, Switch Transformers; DeepSeek-V3 (arXiv:2412.19437), shared experts.
     ``keep_work=False`` sums the time alone (bytes, FLOPs and roof times None); ``achieved`` (peak · η(M)
     at the projections' rates) and ``on`` (M > 0), when the caller has them, are reused (see linear_time).
@@ -212,7 +218,8 @@ def mlp_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool 
         return dense  # a dense model (a property of the model, not of a value swept): its expert terms are all 0
     touched = experts_touched(tokens, n_experts=shapes.n_experts, top_k=shapes.top_k)
     per_expert = tokens * shapes.top_k / _maximum(touched, _TINY)
-    ae = gemm_flops_per_s(per_expert, rates=rates)
+    grouped = rates.expert_gemm_efficiency
+    ae = gemm_flops_per_s(per_expert, rates=rates if grouped is None else rates._replace(gemm_efficiency=grouped))
     moe = _add(linear_time(per_expert, k=shapes.d_model, n=shapes.expert_in_out, bytes_per_weight=w, rates=rates,
                            count=touched, achieved=ae),
                linear_time(per_expert, k=shapes.expert_out_in, n=shapes.d_model, bytes_per_weight=w, rates=rates,

@@ -60,6 +60,7 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
     """Resolve the kernels' efficiencies (recorded with their sources) and the replica on t.n_gpus GPUs."""
     req, m, g = t.req, t.m, t.g
     e = rep.efficiencies(g, compute_precision, given=rep.Given(bandwidth=req.bandwidth_fraction), r=r)
+    rep.note_experts(r, m)
     r.set("gemm_efficiency", e.gemm, "fraction")
     r.set("bandwidth_efficiency", e.bandwidth, "fraction")
     if m.n_heads % t.n_gpus and not t.grown:  # (a cluster grown to fit notes its own rounding)

@@ -107,6 +107,7 @@ def setup(req: ServeRequest, r: Report) -> Setup:
                       allreduce_latency_s=req.allreduce_latency, per_layer_s=req.layer_overhead,
                       per_step_s=req.step_overhead, calibration=req.calibration)
     e = rep.efficiencies(g, cp, mlp_precision=mlp_cp, given=given, r=r)
+    rep.note_experts(r, m)
     hand_figures(r, req, base, g, cp)
     capacity = rep.memory_capacity_bytes(g, r) if req.memory is None else r.assume(
         "memory_bytes", req.memory, "per GPU, given by hand", unit="bytes", basis="given")
