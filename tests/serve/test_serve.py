@@ -129,8 +129,9 @@ def test_compute_bound_batch_is_past_the_ridge_for_a_dense_model():
     ridge = 989.5e12 / 3.35e12  # 295 FLOP/B; bf16 moves 2 bytes per 2 FLOPs of a weight
     assert 0.9 * ridge <= r["compute_bound_batch"] <= ridge + 40
     # MoE: each of 256 routed experts sees batch · 8 / 256 of the tokens, so its GEMM turns compute-bound only at a
-    # batch more than ten times the dense one
-    assert serve(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8")["compute_bound_batch"] > 10 * 277
+    # batch about ten times the dense one (its grouped GEMMs' fitted fraction of a dense GEMM's rate brings it in a
+    # little: a slower compute roof meets the weights' memory roof sooner)
+    assert serve(model="deepseek-v3", gpu="h200", gpus=8, precision="fp8")["compute_bound_batch"] > 9 * 277
 
 
 def test_speculative_decoding_speedup():

@@ -179,3 +179,19 @@ def test_tensorrt_llms_v015_and_v017_tables_as_published():
     v3 = by_id["trtllm-0.15-llama3-70b-h100-fp8-tp1-128-128-tput"]
     assert (v3["model"], v3["model_key"], v3["value"]) == ("LLaMA v3 70B", "llama-3.1-70b", 3197.73)
     assert "Llama 3.1 70B's architecture" in v3["note"]
+
+
+def test_the_online_serving_table_of_v014_whole():
+    """TensorRT-LLM v0.14.0's Online Serving Measurements (Triton backend, 500 requests, BF16): 4 model and
+    GPU blocks x 3 lengths x 6 offered rates, each row's mean TTFT and mean ITL recorded: 144 latency points."""
+    rows = [p for p in POINTS if p["id"].startswith("trtllm-0.14-serve-") and p["metric"] in ("ttft_s", "itl_s")]
+    assert len(rows) == 144
+    assert {(p["model_key"], p["gpu"], p["tp"]) for p in rows} == {
+        ("llama-3.1-70b", "h100-sxm", 4), ("llama-3.1-8b", "h100-sxm", 1), ("llama-3.1-70b", "h200", 4),
+        ("llama-3.1-8b", "h200", 1)}
+    assert {p.get("request_rate") for p in rows} == {2.0, 4.0, 8.0, 16.0, 32.0, None}  # None: QPS INF
+    # |LLaMA 3.1 70B|H100 80GB HBM3|4|467|256|... then ||||||32|16|1229|86|11537|4083|: saturated at 16 req/s
+    by_id = {p["id"]: p for p in rows}
+    sat = by_id["trtllm-0.14-serve-llama3.1-70b-h100-tp4-467-256-qps32-ttft"]
+    assert (sat["value"], sat["value_as_published"]) == (1.229, "1229 ms") and "achieved 16 req/s" in sat["note"]
+    assert by_id["trtllm-0.14-serve-llama3.1-70b-h100-tp4-467-256-qps32-itl"]["value"] == 0.086
