@@ -81,3 +81,36 @@ def test_validation_counts_the_host_only_where_its_cpu_was_measured():
     b2 = by_id["trtllm-1.0-qwen3-30b-a3b-b200-fp4-tp1-128-128-tput"]
     assert vs.request_of(gb, prof)["host_per_request"] == 29.4e-6
     assert "host_per_request" not in vs.request_of(b2, prof)
+
+
+def plan(**kw):
+    base = dict(model="llama-3.1-8b", gpu="h100-sxm", batch="64", prompt=16, output=300, max_gpus=1, rate="10/s")
+    return calculate("plan-serve", **{**base, **kw})
+
+
+def test_plan_serve_counts_the_host_as_serve_does():
+    """The planner's grid takes the same bound: 64 sequences at 1 ms of host time each, on one H100, give
+    300 / (1 ms · 301) = 996.7 tokens/s a replica in both commands (the GPU alone makes several times that)."""
+    row = plan(host_per_request="1ms", tpot="100ms")["ranking"][0]  # its 64 ms steps miss the 50 ms default
+    assert (row["gpus"], row["batch"]) == (1, 64)
+    one = run(host_per_request=1e-3)
+    assert row["tpot_s"] == pytest.approx(1e-3 * 64 * 301 / 300) and row["tpot_s"] == pytest.approx(one["tpot_s"])
+    assert 64 / row["tpot_s"] == pytest.approx(one["tokens_per_s"], rel=1e-9)  # 996.7 tokens/s a replica
+    assert row["ttft_s"] == pytest.approx(one["ttft_s"], rel=1e-9) == 0.065  # its chunk's step: 65 requests' host
+    assert row["bound"] == one["bound"] == "host"
+    assert 64 / plan()["ranking"][0]["tpot_s"] > 5 * 996.7
+
+
+def test_plan_serve_says_the_host_figure_is_given_and_drops_the_error_bar():
+    r = plan(host_per_request="30us")
+    given_ = {a.name: a for a in r.assumptions}["host_per_request"]
+    assert given_.value == pytest.approx(30e-6) and given_.basis == "given"
+    assert "best_error_bar" not in r.results and "best_error_bar" in plan().results
+
+
+def test_plan_serve_refuses_it_under_p99_objectives_in_one_line():
+    with pytest.raises(InputError) as e:
+        plan(host_per_request="30us", tpot_p99="50ms")
+    assert str(e.value) == ("host_per_request is not simulated under load; got 30 us (drop --host-per-request with "
+                            "--ttft-p99 or --tpot-p99 (the p99 ranking runs the load simulation); mean objectives "
+                            "count it)")

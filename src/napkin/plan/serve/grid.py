@@ -116,13 +116,17 @@ def workload(m: Any, *, prompt: Any, output: Any, chunk: float, pp: Any, B: Any,
     first = {"tokens": bd * micro + tokens, "kv_tokens": bd * held * micro, "prefill_pairs": pairs * window,
              "logits": bd * micro + 1.0 / n}
     return {"bd": bd, "q": q, "n_chunks": n, "output": output, "mixed": mixed, "decode": decode, "chunk": first,
+            # the requests each step holds, whose host work (--host-per-request) it may wait for, as serve counts them
+            "requests": {"mixed": bd + c / new, "decode": bd, "chunk": bd * micro + 1.0},
             # a prompt that rides whole in one step: its first chunk is the mixed step, priced once
             "chunk_is_mixed": all(_same(mixed[k], first[k]) for k in mixed)}
 
 
-def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = False) -> dict[str, Any]:
+def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = False,
+          host: float | None = None) -> dict[str, Any]:
     """TTFT, TPOT and tokens/s of the workload's steps on the hardware (and, with ``parts``, the steps' mean
-    memory, compute and all-reduce time, which say what binds)."""
+    memory, compute and all-reduce time, which say what binds); ``host``: the host's time per request in a
+    step (--host-per-request), a step lasting the longer of the GPU's work and the host's."""
     def ops(inputs: dict[str, Any]) -> dict[str, Any]:
         return op.step_operators(inputs["tokens"], kv_tokens=inputs["kv_tokens"],
                                  prefill_pairs=inputs["prefill_pairs"], logits=inputs["logits"], shapes=shapes,
@@ -138,6 +142,10 @@ def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = F
     else:
         t_mixed, t_decode = step(w["mixed"]), step(w["decode"])
     t_first = t_mixed if w["chunk_is_mixed"] else step(w["chunk"])
+    if host:
+        n = w["requests"]
+        t_mixed, t_decode, t_first = (sch.host_bound_step_seconds(v, requests=n[k], host_per_request_s=host)
+                                      for k, v in (("mixed", t_mixed), ("decode", t_decode), ("chunk", t_first)))
     bd, q = w["bd"], w["q"]
     tpot = sch.continuous_step_seconds(t_mixed, decode_step_s=t_decode, prefill_request_s=0.0,
                                        decode_seqs=bd, output_tokens=w["output"], prompt_share=q)
@@ -154,12 +162,12 @@ def times(w: dict[str, Any], *, shapes: Any, rates: Any, t: Any, parts: bool = F
 
 
 def steady_state(m: Any, *, prompt: Any, output: Any, chunk: float, rates: Any, shapes: Any, t: Any, pp: Any, B: Any,
-                 prefix: Any) -> dict[str, Any]:
+                 prefix: Any, host: float | None = None) -> dict[str, Any]:
     """TTFT, TPOT and tokens/s of continuous batching at concurrency B, on arrays: the serve calculator's
     scheduler (formulas.scheduling) on the operator model (formulas.operators); the figures `napkin serve`
     prints for the same configuration."""
     w = workload(m, prompt=prompt, output=output, chunk=chunk, pp=pp, B=B, prefix=prefix)
-    return times(w, shapes=shapes, rates=rates, t=t, parts=True)
+    return times(w, shapes=shapes, rates=rates, t=t, parts=True, host=host)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -283,7 +291,7 @@ def evaluate_compact(req: PlanServeRequest, r: Report | None = None, *, objectiv
     counts = np.zeros(3, dtype=np.int64)  # valid, fitting, meeting
     blocks = chunks(ax)
     for c in blocks:
-        f = times(ctx.per_tp(c)[0], shapes=ctx.shapes(c), rates=ctx.rates(c), t=c.tp)
+        f = times(ctx.per_tp(c)[0], shapes=ctx.shapes(c), rates=ctx.rates(c), t=c.tp, host=req.host_per_request)
         part = (c.rows, c.pairs)
         tpot[part], ttft[part], tps[part] = f["tpot"], f["ttft"], f["tps"]
         fits = ctx.fits(c)

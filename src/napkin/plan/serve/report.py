@@ -50,6 +50,10 @@ def run_plan_serve(req: PlanServeRequest) -> Report:
     resolve.kv_budget_given_once(req)
     obj = objectives(req)
     p99 = "ttft_p99" in obj or "tpot_p99" in obj
+    if p99 and req.host_per_request:
+        raise InputError("host_per_request", units.format(req.host_per_request, "seconds"), "is not simulated under load",
+                         "drop --host-per-request with --ttft-p99 or --tpot-p99 (the p99 ranking runs the load "
+                         "simulation); mean objectives count it")
     g = evaluate(req, r, objectives=obj, keep=tail.SCREEN_PER_CHUNK if p99 else req.top)
     ax, m = g.axes, g.model
     longest = float(ax.prompt.max() + ax.output.max())
@@ -175,7 +179,7 @@ def best(r: Report, req: PlanServeRequest, g: gr.Grid, b: dict) -> None:
     r.set("best_ttft_s", b["ttft_s"], "seconds")
     if "tpot_s" in b:
         r.set("best_tpot_s", b["tpot_s"], "seconds")
-    by_hand = (req.gemm_efficiency, req.bandwidth_efficiency, req.allreduce_latency)
+    by_hand = (req.gemm_efficiency, req.bandwidth_efficiency, req.allreduce_latency, req.host_per_request)
     bar = rep.error_bars(catalog.gpu(b["gpu"]), b["gpus"], moe=g.model.is_moe)  # the best one's family, size, kind
     if bar and all(v is None for v in by_hand):  # efficiencies by hand: not the validated model
         r.set("best_error_bar", bar)
@@ -239,6 +243,9 @@ def assumptions(r: Report, req: PlanServeRequest, g: gr.Grid) -> None:
                    "fitted to published serving runs")
         else:
             r.assume(name, value, "given, applied to every GPU", unit="fraction", basis="given")
+    if req.host_per_request:
+        r.assume("host_per_request", req.host_per_request, "given, for every GPU: host time per request in a step; "
+                 "a step lasts the longer of the GPU's work and the host's", unit="seconds", basis="given")
     p99 = "ttft_p99" in objectives(req) or "tpot_p99" in objectives(req)
     for text in (TAIL_SIMPLIFICATIONS if p99 else SIMPLIFICATIONS):
         r.note("simplification: " + text)

@@ -62,6 +62,10 @@ class PlanServeRequest(S, kw_only=True, forbid_unknown_fields=True):
     allreduce_latency: Annotated[float | None, field("seconds", "fixed cost of one TP all-reduce (default: measured "
                                                                 "per GPU family); given, it also replaces the "
                                                                 "families' published all-reduce sweeps", ge=0)] = None
+    host_per_request: Annotated[float | None, field(
+        "seconds", "host CPU time the engine spends per request in a step, overlapped with the GPU's previous "
+                   "step: a step lasts the longer of the two (default: none; as `napkin serve --host-per-request`)",
+        ge=0)] = None
     scale_out_bandwidth: Annotated[float | None, field(
         "bytes_per_s", "per-GPU bandwidth, one direction, of a TP all-reduce that spans more GPUs than the "
         f"scale-up domain (default {_SCALE_OUT}: one 400 Gb/s NIC per GPU)", gt=0)] = None

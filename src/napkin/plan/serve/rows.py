@@ -17,6 +17,8 @@ from .hardware import columns, ring_bus, rows_of
 from .request import PlanServeRequest, _scale_out
 from .select import cost
 
+HOST = len(BINDING)  # the class past BINDING's: the host binds (--host-per-request)
+
 
 def cells(req: PlanServeRequest, g: gr.Grid, flat: Any) -> dict[str, Any]:
     """The figures of the cells at grid flat indices ``flat`` (1-d arrays, one entry per cell)."""
@@ -57,12 +59,16 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
     shapes = m.layer_shapes(c["tp"], kv_bytes_per_value=bytes_per_value(req.kv_precision, "kv_precision"),
                             bytes_per_weight=H["b_w"][h])
     f = gr.steady_state(m, prompt=c["prompt"], output=c["output"], chunk=req.chunk, rates=rates, shapes=shapes,
-                        t=c["tp"], pp=c["pp"], B=c["batch"], prefix=np.minimum(req.cached_prefix, c["prompt"] - 1))
+                        t=c["tp"], pp=c["pp"], B=c["batch"], prefix=np.minimum(req.cached_prefix, c["prompt"] - 1),
+                        host=req.host_per_request)
     # what binds: the decode step of the whole batch at the mean context, classed as `napkin serve` classes it
     b = sv.microbatch(c["batch"], pp=c["pp"])
     held = m.kv_held_tokens(c["prompt"] + c["output"] / 2.0)
-    f["binding"] = binding(op.step_operators(b, kv_tokens=b * held, prefill_pairs=0.0 * b, logits=b, shapes=shapes,
-                                                rates=rates, tp=c["tp"]))
+    ops = op.step_operators(b, kv_tokens=b * held, prefill_pairs=0.0 * b, logits=b, shapes=shapes, rates=rates,
+                            tp=c["tp"])
+    f["binding"] = binding(ops)
+    if req.host_per_request:  # the host's work for the batch outlasts the GPU's step: `napkin serve` says host
+        f["binding"] = np.where(req.host_per_request * b > op.total_seconds(ops), HOST, f["binding"])
     return {k: np.broadcast_to(v, h.shape) for k, v in f.items()}
 
 
@@ -74,7 +80,7 @@ def bounds(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any], *, as_arrays: b
     cls = detail(req, g, c)["binding"]
     if as_arrays:
         return cls == BINDING.index("communication"), cls == BINDING.index("compute")
-    return [BINDING[int(k)] for k in cls]
+    return [(*BINDING, "host")[int(k)] for k in cls]
 
 
 def row(g: gr.Grid, c: dict[str, Any], i: int, bound: str, *, at_load: bool = True, axes: bool = False) -> dict:
