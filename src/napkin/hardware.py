@@ -75,6 +75,7 @@ class Accelerator(msgspec.Struct, kw_only=True, frozen=True):
     memory_reported_source: str = ""
     link_bytes_per_s_bidirectional: float | None = None
     link_name: str = ""
+    link_over_pcie: bool = False  # the GPU-to-GPU link is PCIe itself (no NVLink: an L40S server)
     # GPUs that share the scale-up link (an NVLink/NVSwitch board, an NVL72 rack, a
     # bridged PCIe pair, a TPU ICI slice). A collective over more ranks leaves it and
     # runs at the slowest link it crosses (the scale-out NIC, PCIe or DCN).

@@ -67,14 +67,31 @@ def pcie_hop(g: Accelerator, link: float) -> bool:
     return host is not None and link == min(host, g.link_bytes_per_s_per_direction or math.inf)
 
 
-def pcie_ring_bus(r: Report, g: Accelerator, tp: int, link: float) -> float | None:
-    """PCIe's ring fraction (recorded, with its source) where a TP group of bridged cards reaches the rest of its
-    server over PCIe; None where the family's scale-up figure applies."""
-    if tp > g.scale_up_domain and pcie_hop(g, link):
-        from napkin.calculators import resolve
+def over_pcie(g: Accelerator, tp: Any, link: Any) -> Any:
+    """Whether a TP group's ring runs over PCIe: cards whose only GPU-to-GPU link is PCIe (an L40S server), or
+    bridged cards beyond their pair (scalars or arrays)."""
+    if g.link_over_pcie:
+        return tp > 1
+    return (tp > g.scale_up_domain) & pcie_hop(g, link)
 
-        return resolve.assume_default(r, "pcie_allreduce_bus", unit="fraction", basis="catalog")
-    return None
+
+def pcie_ring_bus(r: Report | None, g: Accelerator, tp: int, link: float) -> float | None:
+    """PCIe's ring fraction (recorded, with its source) where a TP group's ring runs over PCIe (over_pcie); None
+    where the family's scale-up figure applies."""
+    if not over_pcie(g, tp, link):
+        return None
+    fit = eff.fitted()
+    if r is not None:
+        r.assume("pcie_allreduce_bus", fit.pcie_allreduce_bus, "of PCIe's one-direction rate that a TP ring over "
+                 "PCIe reaches at decode-sized messages (the cards of one server with no NVLink between them), "
+                 "fitted to published serving runs on A100 PCIe and L40S servers, leave-sources-out",
+                 unit="fraction", basis="fitted", source=f"napkin validate: {fit.method}. Measured rings for "
+                 f"scale: 8 L40S on PCIe Gen4 copy at 20.75 GB/s, 65% of 32 GB/s (flashinfer pull request #4870); "
+                 "bridged A100 PCIe pairs drop to 20 GB/s bus bandwidth once a third card joins (nccl-tests issue "
+                 "#178); both at large messages, above what a decode step's few MiB reach",
+                 replaced_by="nccl-tests all_reduce_perf across the server's cards at the decode message size, "
+                             "or `torchrun -m napkin.measure --collectives`, then --calibration")
+    return fit.pcie_allreduce_bus
 
 
 def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:

@@ -116,6 +116,10 @@ class Fitted(msgspec.Struct, kw_only=True, frozen=True):
     per_step_s: float
     # the fraction of the dense GEMMs' best efficiency the routed experts' grouped GEMMs reach (1: as a dense GEMM)
     expert_gemm_efficiency: float = 1.0
+    # the fraction of PCIe's one-direction rate a TP ring reaches at decode-sized messages, where the ring runs over
+    # PCIe (cards with no NVLink; bridged pairs beyond their pair); 0.65 (a stored table without it): the rate 8 L40S
+    # copy at around a PCIe ring (flashinfer pull request #4870)
+    pcie_allreduce_bus: float = 0.65
     method: str = ""
     folds: dict[str, dict] = {}
 

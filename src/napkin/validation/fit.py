@@ -35,6 +35,10 @@ GRID = {
     # the published grouped-GEMM kernels span it: 26% of the FP8 peak for Qwen3-30B-A3B's small experts (vLLM pull
     # request #53710) against 74% for a large dense GEMM, a ratio of 0.35; near 1 for DeepGEMM's large experts
     "expert_gemm_efficiency": (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3),
+    # PCIe rings at decode sizes: nccl-tests on four PCIe Gen4 RTX 4090s, 10.3, 12.3 and 12.6 GB/s bus bandwidth at
+    # 1, 4 and 16 MB (0.32-0.39 of 32 GB/s; tinygrad/open-gpu-kernel-modules pull request #22, P2P state not
+    # stated); eight L40S copy at 20.75 GB/s (0.65) at large messages (flashinfer pull request #4870)
+    "pcie_allreduce_bus": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7),
 }
 ROUNDS = 2
 
@@ -103,7 +107,7 @@ def fit_folds(r: Report) -> dict[str, eff.Fitted]:
 def _lines(f: eff.Fitted) -> list[str]:
     return [f"per_layer_s = {f.per_layer_s!r}",
             f"per_layer_decode_s = {f.per_layer_decode_s!r}", f"per_step_s = {f.per_step_s!r}",
-            f"expert_gemm_efficiency = {f.expert_gemm_efficiency!r}"]
+            f"expert_gemm_efficiency = {f.expert_gemm_efficiency!r}", f"pcie_allreduce_bus = {f.pcie_allreduce_bus!r}"]
 
 
 def toml(whole: eff.Fitted, folds: dict[str, eff.Fitted], sources: list[str]) -> str:

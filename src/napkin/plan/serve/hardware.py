@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from napkin import catalog, units
+from napkin.catalog import efficiency as eff
 from napkin.calculators import replica as rep
 from napkin.calculators import resolve
 from napkin.derivation import Report
@@ -16,7 +17,8 @@ from napkin.hardware import bytes_per_value
 from .request import PlanServeRequest
 
 # the hardware columns the grid broadcasts (besides the operator model's rates, "rate_*")
-COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus", "host_link", "host_domain")
+COLUMNS = ("peak", "bw", "mem", "link", "b_w", "price", "domain", "allreduce_bus", "host_link", "host_domain",
+           "pcie")
 
 
 ALL = "all"  # --price all=2.50/h (or a lone --price 2.50/h): one price for every GPU searched, as compare takes it
@@ -84,7 +86,7 @@ def hardware_rows(req: PlanServeRequest, r: Report) -> list[dict]:
             rows.append({"key": g.key, "name": g.name, "precision": p, "compute_precision": cp,
                          "peak": g.peak(cp), "bw": g.memory_bytes_per_s, "mem": rep.memory_capacity_bytes(g),
                          "link": link if link else math.inf, "has_link": link is not None,
-                         "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus,
+                         "domain": g.scale_up_domain, "allreduce_bus": e.allreduce_bus, "pcie": g.link_over_pcie,
                          "host_link": g.host_link_bytes_per_s_per_direction or math.inf,
                          "host_domain": g.host_link_domain or 0,
                          "b_w": bytes_per_value(p), "price": price if price is not None else math.nan,
@@ -118,16 +120,15 @@ def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
 
 
 def ring_bus(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
-    """The fraction of each row's TP link its ring reaches: the family's on its scale-up link, PCIe's where bridged
-    cards reach the rest of their server over PCIe (as `napkin serve` takes it, replica.pcie_hop)."""
+    """The fraction of each row's TP link its ring reaches: the family's on its scale-up link, PCIe's fitted one
+    where the ring runs over PCIe (as `napkin serve` takes it, replica.over_pcie)."""
     import numpy as np
 
-    from napkin import catalog
-
     host = np.asarray(rows_of(H["host_link"], rows))
-    pcie = (tp > np.asarray(rows_of(H["domain"], rows))) & np.isfinite(host) & (
+    bridged = (tp > np.asarray(rows_of(H["domain"], rows))) & np.isfinite(host) & (
         link == np.minimum(host, np.asarray(rows_of(H["link"], rows))))
-    return np.where(pcie, catalog.default_value("pcie_allreduce_bus"), rows_of(H["allreduce_bus"], rows))
+    pcie = bridged | ((tp > 1) & np.asarray(rows_of(H["pcie"], rows), dtype=bool))
+    return np.where(pcie, eff.fitted().pcie_allreduce_bus, rows_of(H["allreduce_bus"], rows))
 
 
 def curve_at(H: dict[str, Any], rows: Any, tp: int) -> Any:
