@@ -166,14 +166,16 @@ def test_the_fit_prints_the_tables_that_are_stored():
     assert printed == load_toml(eff.FILE)["fitted"]
 
 
-def test_the_fit_weighs_each_source_alike():
-    """The fit's objective is the mean over sources of each source's mean |log error|: a source with one point
-    weighs as much as one with many. By hand: source a's mean is (0.1 + 0.3) / 2 = 0.2 and source b's 0.5, so
-    the loss is (0.2 + 0.5) / 2 = 0.35 (weighted by point it would be 0.3); a's 500 points of 0.1 against b's
-    one of 0.5 give (0.1 + 0.5) / 2 = 0.3, not the 0.1008 of a mean by point."""
+def test_the_fit_weighs_each_source_alike_and_each_kind_within_it():
+    """The fit's objective is the mean over sources of the mean over the kinds of figure each publishes of their
+    mean |log error|: a source with one point weighs as much as one with many, and within a source a kind with a
+    few points as much as one with hundreds. By hand: source a's throughput mean is (0.1 + 0.3) / 2 = 0.2 and its
+    TPOT 0.6, so a's is (0.2 + 0.6) / 2 = 0.4; b's is 0.5; the loss is (0.4 + 0.5) / 2 = 0.45 (by point it would
+    be 0.375). 500 throughput points of 0.1 beside one TPOT point of 0.5 make their source's 0.3, not 0.1008."""
     from napkin.validation import fit
 
-    assert fit.source_mean({"a": [0.1, 0.3], "b": [0.5]}) == pytest.approx(0.35)
-    assert fit.source_mean({"a": [0.1] * 500, "b": [0.5]}) == pytest.approx(0.3)
-    assert fit.source_mean({"a": [0.2], "empty": []}) == pytest.approx(0.2)
+    assert fit.source_mean({"a": {"throughput": [0.1, 0.3], "tpot": [0.6]}, "b": {"ttft": [0.5]}}) == \
+        pytest.approx(0.45)
+    assert fit.source_mean({"a": {"throughput": [0.1] * 500, "tpot": [0.5]}}) == pytest.approx(0.3)
+    assert fit.source_mean({"a": {"throughput": [0.2]}, "empty": {}, "b": {"tpot": []}}) == pytest.approx(0.2)
     assert fit.source_mean({}) == 0.0

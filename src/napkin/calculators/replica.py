@@ -336,12 +336,14 @@ class Replica:
         import numpy as np
 
         m = np.arange(int(max_tokens) + 1, dtype=float)
-        ops = self.operators(m)  # type: ignore[arg-type]
+        ops = self.operators(m, logits=m)  # type: ignore[arg-type]  # H(n): the LM head on n = m sequences
         g = sum(np.broadcast_to(o.seconds, m.shape) for k, o in ops.items() if k not in ("attention", "lm_head"))
         h = np.broadcast_to(ops["lm_head"].seconds, m.shape).astype(float)
         a = float(op.attention_time(1.0, prefill_pairs=0.0, shapes=self.shapes, rates=self.rates).seconds)
         b = float(op.attention_time(0.0, prefill_pairs=1.0, shapes=self.shapes, rates=self.rates).seconds)
-        return sim.StepCost(np.asarray(g, dtype=float), h, a * self.shapes.n_layers, b * self.shapes.n_layers)
+        prompt = self.shapes.n_layers * (self.rates.per_layer_s - self.rates.per_layer_decode_s)  # G(M) holds decode's
+        return sim.StepCost(np.asarray(g, dtype=float), h, a * self.shapes.n_layers, b * self.shapes.n_layers,
+                            float(prompt))
 
 
 def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,

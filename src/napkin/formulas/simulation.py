@@ -4,13 +4,14 @@ Requests arrive (Poisson at a rate, or from a trace), wait for a slot, are prefi
 chunks that ride in decode steps, or in prefill steps of their own), then decode one token
 per step until done. A step's time comes from the operator model, in its separable form:
 
-    t_step(M, C, Π, n) = G(M) + a · C + b · Π + H(n)
+    t_step(M, C, Π, n) = G(M) + a · C + b · Π + H(n) + P · [Π > 0]
 
 G(M): every operator whose time depends only on the step's M tokens (GEMMs, element-wise
-kernels, all-reduces, fixed costs), tabulated once for M = 0 .. M_max; a: seconds per cached
-token read by decode attention (linear in C: both its bytes and its FLOPs grow with C); b:
-seconds per causal query-key pair of prefill attention; H(n): the LM head on the n sequences
-that emit a token. The simulation is seeded and deterministic; runs of decode-only steps
+kernels, all-reduces, a decode step's fixed costs), tabulated once for M = 0 .. M_max; a:
+seconds per cached token read by decode attention (linear in C: both its bytes and its FLOPs
+grow with C); b: seconds per causal query-key pair of prefill attention; H(n): the LM head on
+the n sequences that emit a token; P: the fixed costs a step with prompt tokens adds (its
+kernels launched one by one, not replayed as a decode step's graph), as the closed form prices it. The simulation is seeded and deterministic; runs of decode-only steps
 between events are advanced in one vectorised stride.
 """
 
@@ -26,10 +27,11 @@ class StepCost(NamedTuple):
     logits_s: Any  # numpy array: H(n) for n = 0 .. len − 1
     per_kv_token_s: float  # a
     per_pair_s: float  # b
+    prompt_step_s: float = 0.0  # P: what a step with prompt tokens pays beyond a decode step's fixed costs
 
     def seconds(self, tokens: int, kv_tokens: float, pairs: float, logits: int) -> float:
         return float(self.tokens_s[tokens] + self.logits_s[logits]) + self.per_kv_token_s * kv_tokens \
-            + self.per_pair_s * pairs
+            + self.per_pair_s * pairs + self.prompt_step_s * (pairs > 0)
 
 
 def poisson_arrivals(rate_per_s: float, *, n_requests: int, seed: int = 0) -> Any:

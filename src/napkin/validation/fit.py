@@ -7,13 +7,16 @@ the model is a published measurement; a fixed cost per step (scheduling, samplin
 its stored value (0: fitting it on one fold moved it between 0 and 2 ms, and the other fold's
 errors doubled). A coordinate search on a grid
 minimises the mean absolute log error (robust: a few runs the model cannot describe do not pull
-the rest), each source weighted alike and each point alike within its source; each fold's points
-are predicted with the parameters fitted without their sources.
+the rest), each source weighted alike, and within a source each kind of figure it publishes
+(throughput, TPOT, TTFT, request latency) alike; each fold's points are predicted with the
+parameters fitted without their sources.
 
-Why sources alike: a source is the unit the folds hold out, and its points share one machine,
+Why sources first: a source is the unit the folds hold out, and its points share one machine,
 engine build and method, so they are not independent draws. Weighting each kind of figure alike
-(as before) gave a kind with one point in a fold a quarter of the objective: one batch-1 latency
-run set the decode step's fixed cost that predicted every point of the other fold.
+across all sources (as before) gave a kind with one point in a fold a quarter of the objective:
+one batch-1 latency run set the decode step's fixed cost that predicted every point of the other
+fold. Why kinds within a source: a source's hundreds of throughput rows would otherwise drown its
+latencies, the figures that pin a decode step's fixed cost.
 """
 
 from __future__ import annotations
@@ -43,29 +46,36 @@ GRID = {
 ROUNDS = 2
 
 
-def source_mean(errors: dict[str, list[float]]) -> float:
-    """loss = (1/S) Σ_sources (1/n_s) Σ_points |log(predicted / measured)|
+def source_mean(errors: dict[str, dict[str, list[float]]]) -> float:
+    """loss = (1/S) Σ_sources (1/K_s) Σ_kinds (1/n_sk) Σ_points |log(predicted / measured)|
 
-    Each source counts the same however many points it publishes; its points count alike.
-    Trap: weighting by kind of figure, or by point: one kind with a single point, or one source
-    with 500 points, then sets a parameter for everything else.
+    Each source counts the same however many points it publishes; within a source each kind of figure it
+    publishes (throughput, TPOT, TTFT, request latency) counts the same, and its points alike.
+    Trap: weighting by point, or by kind across sources: one source with 500 throughput rows, or one kind with
+    a single point in a fold, then sets a parameter for everything else; and a source's many throughput rows
+    drown its latencies, which are what pin a decode step's fixed cost.
     Source: the leave-sources-out design (each fold holds out whole sources).
     """
-    kept = [e for e in errors.values() if e]
-    return sum(sum(e) / len(e) for e in kept) / max(len(kept), 1)
+    per_source = []
+    for kinds in errors.values():
+        kept = [e for e in kinds.values() if e]
+        if kept:
+            per_source.append(sum(sum(e) / len(e) for e in kept) / len(kept))
+    return sum(per_source) / max(len(per_source), 1)
 
 
 def _loss(points: list[dict], params: eff.Fitted) -> float:
     """source_mean of the points' |log error| under ``params``."""
     from napkin.validation import serving as sv
 
-    errors: dict[str, list[float]] = {}
+    errors: dict[str, dict[str, list[float]]] = {}
     with eff.fitted_as(params):
         for p in points:
             out = sv.predict(p)
             if out.value is None or out.value <= 0:
                 continue
-            errors.setdefault(p["source"], []).append(abs(math.log(out.value / p["value"])))
+            kinds = errors.setdefault(p["source"], {})
+            kinds.setdefault(sv.GROUPS[p["metric"]], []).append(abs(math.log(out.value / p["value"])))
     return source_mean(errors)
 
 
@@ -116,7 +126,7 @@ def toml(whole: eff.Fitted, folds: dict[str, eff.Fitted], sources: list[str]) ->
     lines = ["[fitted]"] + _lines(whole)
     lines.append('method = "leave-sources-out: the sources sorted by name go alternately to folds a and b; each '
                  'fold is predicted with the parameters fitted on the other; mean absolute log error, each source '
-                 'weighted alike"')
+                 'weighted alike, and each kind of figure alike within it"')
     for fold, f in folds.items():
         lines += ["", f"[fitted.folds.{fold}]"]
         lines.append("sources = [" + ", ".join(f'"{s}"' for s in sources if fold_of(s, sources) == fold) + "]")
