@@ -669,3 +669,16 @@ def test_plan_train_table_formats_the_breakdowns_in_their_units(client):
         f"{k}: {units.format(v, 'bytes')}" for k, v in best["memory_bytes_per_gpu"].items()]
     assert row["step_parts_s"].splitlines()[0] == f"compute: {units.format(best['step_parts_s']['compute'], 'seconds')}"
     assert row["memory_bytes_per_gpu"].splitlines()[-1] == "total: 19.56 GB"  # as the CLI's mem/GPU column
+
+
+def test_plan_serve_takes_the_host_time_per_request_on_the_web(client):
+    """The page's plan serve takes --host-per-request as the command line does: 64 sequences at 1 ms of host time
+    each step 64 x 301/300 ms (tests/serve/test_host_bound.py works it by hand), and a p99 objective refuses it in
+    one line naming the field."""
+    body = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "batch": "64", "prompt": "16", "output": "300",
+            "max_gpus": "1", "rate": "10/s", "tpot": "100ms", "host_per_request": "1ms"}
+    r = post(client, "plan-serve", body)
+    assert r.status_code == 200
+    assert r.json()["ranking"][0]["tpot_s"] == pytest.approx(1e-3 * 64 * 301 / 300)
+    bad = post(client, "plan-serve", {**body, "tpot_p99": "100ms"})
+    assert bad.status_code == 422 and "host_per_request is not simulated under load" in bad.text
