@@ -11,8 +11,9 @@ kernels, all-reduces, a decode step's fixed costs), tabulated once for M = 0 .. 
 seconds per cached token read by decode attention (linear in C: both its bytes and its FLOPs
 grow with C); b: seconds per causal query-key pair of prefill attention; H(n): the LM head on
 the n sequences that emit a token; P: the fixed costs a step with prompt tokens adds (its
-kernels launched one by one, not replayed as a decode step's graph), as the closed form prices it. The simulation is seeded and deterministic; runs of decode-only steps
-between events are advanced in one vectorised stride.
+kernels launched one by one, not replayed as a decode step's graph), as the closed form prices
+it. The simulation is seeded and deterministic; runs of decode-only steps between events are
+advanced in one vectorised stride.
 """
 
 from __future__ import annotations
