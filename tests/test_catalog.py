@@ -314,6 +314,7 @@ SCALE_UP_DOMAINS = {
     "gb200": 72,  # GB200 NVL72: 72 GPUs in one NVLink domain
     "a100-pcie-80gb": 2, "h100-pcie": 2,  # an NVLink bridge joins a pair of cards
     "l40s": 1, "rtx-4090": 1,  # no NVLink: the stored link is PCIe
+    "gh200": 1,  # one superchip per server; its NVLink-C2C joins the GPU to its own Grace CPU only
     # Google Cloud TPU docs: v4 slices up to 4096 chips, v5p's largest slice 16x16x24 = 6144 of a
     # 8960-chip Pod, v5e and v6e Pods of 256; beyond, Multislice over the data-center network
     "tpu-v4": 4096, "tpu-v5p": 6144, "tpu-v5e": 256, "tpu-v6e": 256,
@@ -324,6 +325,7 @@ def test_scale_up_domains():
     assert {k: g.scale_up_domain for k, g in GPUS.items()} == SCALE_UP_DOMAINS
     for key in ("l40s", "rtx-4090"):
         assert "PCIe" in GPUS[key].link_name  # domain 1: the link napkin uses is PCIe itself
+    assert {k for k, g in GPUS.items() if g.link_over_pcie} == {"l40s", "rtx-4090"}  # their TP rings cross PCIe
 
 
 SLIDING_WINDOWS = {
@@ -387,6 +389,9 @@ def test_dense_anchors():
     assert GPUS["mi300x"].dense_flops_per_s["fp8"] == 2614.9e12
     assert GPUS["h800"].link_bytes_per_s_bidirectional == 400e9
     assert GPUS["h200"].dense_flops_per_s == GPUS["h100-sxm"].dense_flops_per_s
+    # GH200: the H100 SXM's GH100 with 96 GB of HBM3 at 4 TB/s (NVIDIA's GH200 page)
+    assert GPUS["gh200"].dense_flops_per_s == GPUS["h100-sxm"].dense_flops_per_s
+    assert (GPUS["gh200"].memory_bytes, GPUS["gh200"].memory_bytes_per_s) == (96e9, 4.0e12)
     assert GPUS["tpu-v4"].memory_bytes == 32 * GiB
 
 

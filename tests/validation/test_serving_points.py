@@ -172,9 +172,10 @@ def test_tensorrt_llms_v015_and_v017_tables_as_published():
     mixed = by_id["trtllm-0.15-llama3.1-8b-h100-fp16-tp1-128-128-tput"]
     assert (mixed["value"], mixed["precision"], mixed["kv_precision"]) == (16116.63, "fp16", "fp16")
     assert "'Mixed'" in mixed["note"]
-    # GH200 runs are recorded and counted as not modelled
+    # GH200 runs are recorded as published and modelled on the superchip's GPU (96 GB of HBM3), not its Grace memory
     gh = by_id["trtllm-0.17-llama3.1-8b-gh200-fp8-tp1-128-128-tput"]
-    assert (gh["gpu"], gh["value"], gh["hardware"]) == ("", 29852.96, "GH200 480GB")
+    assert (gh["gpu"], gh["value"], gh["hardware"]) == ("gh200", 29852.96, "GH200 480GB")
+    assert "the GPU's HBM only" in gh["note"]
     # Llama 3 70B shares Llama 3.1 70B's architecture and is modelled as it, saying so
     v3 = by_id["trtllm-0.15-llama3-70b-h100-fp8-tp1-128-128-tput"]
     assert (v3["model"], v3["model_key"], v3["value"]) == ("LLaMA v3 70B", "llama-3.1-70b", 3197.73)
