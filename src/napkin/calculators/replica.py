@@ -67,12 +67,12 @@ def pcie_hop(g: Accelerator, link: float) -> bool:
     return host is not None and link == min(host, g.link_bytes_per_s_per_direction or math.inf)
 
 
-def over_pcie(g: Accelerator, tp: Any, link: Any) -> Any:
+def over_pcie(g: Accelerator, tp: int, link: float) -> bool:
     """Whether a TP group's ring runs over PCIe: cards whose only GPU-to-GPU link is PCIe (an L40S server), or
-    bridged cards beyond their pair (scalars or arrays)."""
+    bridged cards beyond their pair (the planner's arrays: plan.serve.hardware.ring_bus)."""
     if g.link_over_pcie:
         return tp > 1
-    return (tp > g.scale_up_domain) & pcie_hop(g, link)
+    return tp > g.scale_up_domain and pcie_hop(g, link)
 
 
 def pcie_ring_bus(r: Report | None, g: Accelerator, tp: int, link: float) -> float | None:

@@ -123,6 +123,10 @@ class Fitted(msgspec.Struct, kw_only=True, frozen=True):
     method: str = ""
     folds: dict[str, dict] = {}
 
+    def values(self) -> dict[str, float]:
+        """{parameter: value}: every fitted figure (not the method's words, not the folds), in field order."""
+        return {k: getattr(self, k) for k in self.__struct_fields__ if k not in ("method", "folds")}
+
 
 @functools.cache
 def _table() -> dict:

@@ -115,9 +115,7 @@ def fit_folds(r: Report) -> dict[str, eff.Fitted]:
 
 
 def _lines(f: eff.Fitted) -> list[str]:
-    return [f"per_layer_s = {f.per_layer_s!r}",
-            f"per_layer_decode_s = {f.per_layer_decode_s!r}", f"per_step_s = {f.per_step_s!r}",
-            f"expert_gemm_efficiency = {f.expert_gemm_efficiency!r}", f"pcie_allreduce_bus = {f.pcie_allreduce_bus!r}"]
+    return [f"{k} = {v!r}" for k, v in f.values().items()]
 
 
 def toml(whole: eff.Fitted, folds: dict[str, eff.Fitted], sources: list[str]) -> str:

@@ -44,8 +44,7 @@ def _params(fold: str | None) -> eff.Fitted:
     f = eff.fitted()
     if fold is None or fold not in f.folds:
         return f
-    keep = ("per_layer_s", "per_layer_decode_s", "per_step_s", "expert_gemm_efficiency", "pcie_allreduce_bus")
-    return msgspec.structs.replace(f, **{k: v for k, v in f.folds[fold].items() if k in keep})
+    return msgspec.structs.replace(f, **{k: v for k, v in f.folds[fold].items() if k in f.values()})
 
 
 def evaluate_serving(params_by_fold: dict[str, eff.Fitted] | None = None) -> tuple[list[dict], list[dict]]:
