@@ -79,3 +79,16 @@ def test_a_model_without_shared_experts_moves_no_shared_bytes():
     activations = rows * ((4096 + 28672) + (14336 + 4096)) * 2
     t = op.mlp_time(8.0, shapes=mixtral_shapes(), rates=rates(None))
     assert t.bytes == pytest.approx(weights + activations)
+
+
+def test_each_token_is_copied_to_its_experts_and_back_through_memory():
+    """Beyond the expert GEMMs' own rows in and out: the permute kernel reads and writes each token's k = 2
+    copies of d = 4,096 values, the finalize kernel reads the k outputs back (TensorRT-LLM's
+    expandInputRowsKernel and finalizeMoeRoutingKernel): 3 · k · d values a token, besides the SwiGLU's
+    k · (28,672 + 14,336). At 8 tokens, 2 bytes a value, 1 TB/s: 8 · 2 · (2 · 43,008 + 3 · 2 · 4,096) bytes."""
+    t = op.elementwise_time(8.0, shapes=mixtral_shapes(), rates=rates(None))
+    routing = 8 * 2 * 3 * 2 * 4096
+    assert t.bytes == pytest.approx(8 * 2 * 2 * (28672 + 14336) + routing)
+    assert t.seconds == pytest.approx(t.bytes / 1e12)
+    dense = napkin.catalog.model("llama-3.1-8b").layer_shapes(1, kv_bytes_per_value=1.0, bytes_per_weight=1.0)
+    assert op.elementwise_time(8.0, shapes=dense, rates=rates(None)).bytes == pytest.approx(8 * 2 * 3 * 14336)

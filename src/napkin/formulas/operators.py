@@ -28,6 +28,7 @@ from napkin.formulas._array import maximum as _maximum
 
 ACTIVATION_BYTES = 2.0  # bf16 activations between kernels, whatever the weight format
 _TINY = 1e-30  # keeps 0/0 (an operator with no tokens, a dense model's experts) at 0, not NaN
+ROUTE_PASSES = 3.0  # an MoE layer's routing copies a token: k · d read and written (permute), k · d read back (finalize)
 
 
 class LayerShapes(NamedTuple):
@@ -257,17 +258,26 @@ def attention_time(kv_tokens: Any, *, prefill_pairs: Any, shapes: LayerShapes, r
 
 
 def elementwise_time(tokens: Any, *, shapes: LayerShapes, rates: Rates, keep_work: bool = True) -> OperatorTime:
-    """t = M · (passes · d + a_mlp) · b_a / (bw · η_bw),   a_mlp = (width in + width out) of the MLP's activation
+    """t = M · (passes · d + a_mlp + f_moe · 3 · k · d) · b_a / (bw · η_bw),   a_mlp = (width in + width out) of
+    the MLP's activation
 
     Norms, rotary embedding and residual adds read and write M × d activations a few times per
     layer; the MLP's activation reads its input width (2 · d_ff for a gated MLP) and writes d_ff.
-    None of them reaches the compute roof.
-    Trap: ignoring them at a long prefill, where M × d_ff activations are gigabytes per layer.
+    An MoE layer also routes each token to its k experts and back: the permute kernel reads and
+    writes each of the k copies of the token's d values (sorted by expert, for the grouped GEMM),
+    and the finalize kernel reads the k expert outputs back to sum them (its write of d is one of
+    the layer's passes): 3 · k · d values a token. None of them reaches the compute roof.
+    Trap: ignoring them at a long prefill, where M × d_ff activations are gigabytes per layer; or
+    an MoE layer as a dense MLP of its active width, without the routing's copies (top-8 of width
+    2,048, Qwen3-30B-A3B's, moves 49k values a token a layer, three times its activations').
     Source: Korthikanti et al. 2022 (arXiv:2205.05198), Table 2 (the element-wise tensors of a
-    layer); the pass count is in catalog/efficiency.toml.
+    layer); the pass count is in catalog/efficiency.toml. The routing: TensorRT-LLM's MoE kernels
+    (cpp/tensorrt_llm/kernels/mixtureOfExperts: expandInputRowsKernel, finalizeMoeRoutingKernel),
+    as MegaBlocks' permute and unpermute (Gale et al. 2022, arXiv:2211.15841).
     """
     dense = shapes.mlp_in_out + shapes.mlp_out_in
-    moe = shapes.top_k * (shapes.expert_in_out + shapes.expert_out_in) + shapes.shared_in_out + shapes.shared_out_in
+    moe = shapes.top_k * (shapes.expert_in_out + shapes.expert_out_in + ROUTE_PASSES * shapes.d_model) \
+        + shapes.shared_in_out + shapes.shared_out_in
     widths = rates.elementwise_passes * shapes.d_model + (1.0 - shapes.moe_fraction) * dense \
         + shapes.moe_fraction * moe
     moved = tokens * (widths * ACTIVATION_BYTES)
