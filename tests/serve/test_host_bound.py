@@ -71,16 +71,24 @@ def test_the_load_simulation_refuses_it_in_one_line():
                             "with --rate or --trace (the steady state counts it))")
 
 
-def test_validation_counts_the_host_only_where_its_cpu_was_measured():
-    """The TensorRT-LLM 1.0 profile carries the Grace host's figure for the GB200 runs; the x86 hosts of
-    the B200, H100 and H200 runs have no published figure, so none is counted there."""
+def test_validation_counts_each_hosts_time():
+    """The TensorRT-LLM 1.0 profile carries the Grace host's measured 29.4 us a request for the GB200 runs
+    (45.11 ms an iteration at 1,536 requests, TensorRT-LLM pull request #10273), and for the x86 hosts of the
+    B200, H100 and H200 runs that figure scaled by PyTorch's host time to dispatch one Linear layer on each,
+    13.48 us on a DGX H100 against 37.08 us on a GB200 (TransformerEngine issue #2053): 10.7 us."""
     prof = vs.profiles()["trtllm-bench-1.0"]
-    assert prof["host_per_request"] == {"gb200": 29.4e-6}
+    assert prof["host_per_request"]["gb200"] == pytest.approx(45.11e-3 / 1536, rel=2e-3)
+    x86 = 29.4e-6 * 13.48 / 37.08
+    assert {k: v for k, v in prof["host_per_request"].items() if k != "gb200"} == {
+        "b200": pytest.approx(x86, rel=5e-3), "h100-sxm": pytest.approx(x86, rel=5e-3),
+        "h200": pytest.approx(x86, rel=5e-3)}
     by_id = {p["id"]: p for p in vs.points()}
     gb = by_id["trtllm-1.0-qwen3-30b-a3b-gb200-fp4-tp1-128-128-tput"]
     b2 = by_id["trtllm-1.0-qwen3-30b-a3b-b200-fp4-tp1-128-128-tput"]
     assert vs.request_of(gb, prof)["host_per_request"] == 29.4e-6
-    assert "host_per_request" not in vs.request_of(b2, prof)
+    assert vs.request_of(b2, prof)["host_per_request"] == 10.7e-6
+    assert "host_per_request" not in vs.request_of(by_id["trtllm-0.15-llama3.1-8b-h100-fp8-tp1-128-128-tput"],
+                                                   vs.profiles()["trtllm-bench-0.15-0.17"])
 
 
 def plan(**kw):
