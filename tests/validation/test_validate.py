@@ -5,9 +5,9 @@ its error bar; these tests hold the model to it (no median or max may grow past 
 drop out) and check that every point missed by more than 20% says why in the dataset, or says it
 is not explained and what the misses have in common.
 
-Issue 13's bars (median at most 10%, max at most 30%) are not met on the whole TensorRT-LLM 0.14
-throughput table (511 throughput points: median 15.5%, max 109%); a test that held the median to 10%
-passed only on the 49 points recorded before the whole table was, and is gone with that subset.
+The medians are held under 10% by the baseline tests below. No max is under 30%, and for throughput none
+can be on this data: TensorRT-LLM's overviews measured some configurations twice, further apart than their
+releases' documented settings explain (test_the_data_puts_a_floor_under_the_max_throughput_error).
 """
 
 from __future__ import annotations
@@ -41,6 +41,24 @@ def test_max_error_does_not_regress(run):
     now, stored = baseline_table(run["serving"]), baseline()
     for group in ("throughput", "tpot", "ttft"):
         assert now[group]["all"]["max"] <= stored[group]["all"]["max"] + 0.005, group
+
+
+def test_the_medians_are_under_ten_percent(run):
+    for group in ("throughput", "tpot", "ttft"):
+        assert run[f"serving_{group}_median_error"] <= 0.10, group
+
+
+def test_the_data_puts_a_floor_under_the_max_throughput_error(run):
+    """Llama 3.1 70B on two H100 SXM at TP 2, 2,048/2,048 in FP16: 166.792 tokens/s in TensorRT-LLM v0.14.0's
+    overview, 373.71 and 384.36 in v0.15.0's (LLaMA v3 and v3.1 70B), while napkin's model of the two releases'
+    settings (KV fractions 0.90 and 0.95) moves its answer by a few percent: no answer is within 30% of all."""
+    top = run["serving_replicates"][0]
+    assert top["configuration"] == "Llama 3.1 70B, 2 x H100 SXM, TP 2, fp16, 2,048/2,048"
+    assert top["measured_spread"] == pytest.approx(384.36 / 166.792)
+    assert 0.35 < top["max_error_floor"] == run["serving_throughput_max_error_floor"] <= run[
+        "serving_throughput_max_error"]
+    assert run["serving_replicated_configurations"] >= 500
+    assert any("the max throughput error has a floor of" in n for n in run.notes)
 
 
 def test_every_point_missed_by_more_than_20_percent_says_why(run):

@@ -16,6 +16,9 @@ POINT_COLUMNS: list[Column] = [
     ("group", "figure", None), ("id", "point", None), ("measured", "measured", None),
     ("predicted", "predicted", None), ("error", "error", "fraction"), ("explanation", "why, when over 20%", None)]
 SKIPPED_COLUMNS: list[Column] = [("id", "point", None), ("reason", "not modelled because", None)]
+REPLICATE_COLUMNS: list[Column] = [
+    ("group", "figure", None), ("configuration", "configuration", None), ("measured", "measured by", None),
+    ("unexplained_spread", "spread", "number"), ("max_error_floor", "least max |error|", "fraction")]
 
 
 def _after(report: Any, req: Any, params: dict) -> bool:
@@ -28,6 +31,9 @@ def _after(report: Any, req: Any, params: dict) -> bool:
     print_with_tables(report, as_json=params["as_json"], explain=params["explain"], cite=params.get("cite", False),
                       tables=[("serving_summary", "serving: median and max |predicted / measured − 1|, out of sample:",
                                SUMMARY_COLUMNS),
+                              ("serving_replicates", "serving configurations measured by several sources, "
+                               "widest first (spread: the measurements' ratio over napkin's for their engines' "
+                               "settings):", REPLICATE_COLUMNS),
                               ("serving", "serving, point by point:", POINT_COLUMNS),
                               ("serving_skipped", "serving points not modelled:", SKIPPED_COLUMNS),
                               ("training_summary", "training: median and max |error|, out of sample:",

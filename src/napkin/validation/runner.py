@@ -17,13 +17,14 @@ from typing import Annotated, Any
 import msgspec
 
 from napkin.calculators import Calculator
-from napkin import catalog
+from napkin import catalog, units
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.request import field
 
 FOLDS = ("a", "b")
 EXPLAIN_ABOVE = 0.20  # a point missed by more than this carries a one-line explanation in the dataset
+MAX_BAR = 0.30  # the max error a figure aims at: configurations measured apart by more cannot all be within it
 
 
 class ValidateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -158,6 +159,7 @@ def _serving_report(r: Report, rows: list[dict], skipped: list[dict]) -> None:
     r.set("serving_summary", summary(rows))
     r.set("serving", sorted(rows, key=lambda x: (x["group"], x["id"])))
     r.set("serving_skipped", skipped)
+    _replicates(r, rows)
     bad = [x["id"] for x in rows if abs(x["error"]) > EXPLAIN_ABOVE and not x["explanation"]]
     if bad:
         r.warn("unexplained", f"{len(bad)} serving points are missed by more than {EXPLAIN_ABOVE:.0%} without an "
@@ -167,6 +169,35 @@ def _serving_report(r: Report, rows: list[dict], skipped: list[dict]) -> None:
            f"with the parameters fitted on the other ({f.method or 'leave-sources-out'})")
     r.note("error = predicted / measured − 1; a serving point is predicted by `napkin serve` run with its engine's "
            "documented scheduler, token budget, concurrency cap and memory fraction (validation/engines.toml)")
+
+
+_UNDER_ONE_FIT: dict[tuple, float] = {}  # (point, stored fit) -> its prediction, for the replicated configurations
+
+
+def _replicates(r: Report, rows: list[dict]) -> None:
+    """The configurations published more than once, and the floor their disagreement puts under each max error."""
+    from napkin.validation import replicates as rp
+    from napkin.validation import serving as sv
+
+    fit = tuple(eff.fitted().values().values())
+
+    def predict(p: dict) -> float:  # every point of a configuration under the one stored fit
+        key = (p["id"], *fit)
+        if key not in _UNDER_ONE_FIT:  # its value alone: the folds' runs keep the run cache
+            _UNDER_ONE_FIT[key] = float(sv.predict(p, keep=False).value)  # type: ignore[arg-type]
+        return _UNDER_ONE_FIT[key]
+
+    reps = rp.replicates(rows, sv.points(), predict)
+    r.set("serving_replicated_configurations", len(reps), "count")
+    for group, cell in rp.floors(reps, bar=MAX_BAR).items():
+        r.set(f"serving_{group}_max_error_floor", cell["floor"], "fraction")
+        if cell["over_bar"]:
+            r.note(f"{cell['over_bar']} of the {cell['configurations']} configurations whose {group} several sources "
+                   f"measured disagree by more than their engines' documented settings explain: no answer that "
+                   f"tells their runs apart only by those settings, as napkin does, is within {MAX_BAR:.0%} of every "
+                   f"measurement, so on this data the max {group} error has a floor of "
+                   f"{units.format(cell['floor'], 'fraction')} (serving_{group}_max_error_floor)")
+    r.set("serving_replicates", [{k: v for k, v in x.items() if k != "ids"} for x in reps])
 
 
 def _charts(report: Any) -> dict[str, dict]:

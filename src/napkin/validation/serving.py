@@ -95,21 +95,26 @@ def request_of(p: dict, prof: dict) -> dict[str, Any]:
 _RUNS: dict[tuple, Any] = {}
 
 
-def _run(serve: Any, raw: dict) -> Any:
-    """The serve report for ``raw`` under the current fitted parameters (points of one run share it)."""
+def _run(serve: Any, raw: dict, keep: bool = True) -> Any:
+    """The serve report for ``raw`` under the current fitted parameters (points of one run share it); with
+    ``keep=False`` a run not yet held is made and not held (a pass over other parameters than the folds')."""
     from napkin.catalog import efficiency as eff
 
     f = eff.fitted()
     key = (tuple(sorted(raw.items())), *f.values().values())
-    if key not in _RUNS:
+    if key in _RUNS:
+        return _RUNS[key]
+    out = serve.run(serve.request(**raw))
+    if keep:
         if len(_RUNS) > 4096:
             _RUNS.clear()
-        _RUNS[key] = serve.run(serve.request(**raw))
-    return _RUNS[key]
+        _RUNS[key] = out
+    return out
 
 
-def predict(p: dict) -> Outcome:
-    """The serve calculator's answer for the point's metric, in its units (whole system unless per GPU)."""
+def predict(p: dict, *, keep: bool = True) -> Outcome:
+    """The serve calculator's answer for the point's metric, in its units (whole system unless per GPU); ``keep``:
+    whether the runs it makes are held for the next call (see _run)."""
     from napkin import calculators
 
     reason = why_not(p)
@@ -129,27 +134,27 @@ def predict(p: dict) -> Outcome:
     if not batch:
         batch = 1
         for _ in range(2):  # a budget of prompt + batch tokens sizes buffers that bound the batch: settle it
-            probe = _run(serve, {**raw, "batch": 1, **step_tokens(batch)})
+            probe = _run(serve, {**raw, "batch": 1, **step_tokens(batch)}, keep)
             batch = int(min(prof.get("max_sequences", 4096), probe["max_batch"]))
             if batch < 1:
                 return Outcome(None, "the weights do not fit the replica at the engine's memory fraction")
     raw.update(batch=batch, **step_tokens(batch))
     if p.get("request_rate") or (p["scenario"] == "server" and prof.get("arrivals") == "poisson"):
-        out = _under_load(serve, raw, p, prof)
+        out = _under_load(serve, raw, p, prof, keep)
         return Outcome(out.value, out.reason, batch)
-    return Outcome(_metric(_run(serve, raw), p), batch=batch)
+    return Outcome(_metric(_run(serve, raw, keep), p), batch=batch)
 
 
 SIMULATED = 600  # requests per simulated run (the first tenth warm-up): enough for a mean or a median
 
 
-def _under_load(serve: Any, raw: dict, p: dict, prof: dict) -> Outcome:
+def _under_load(serve: Any, raw: dict, p: dict, prof: dict, keep: bool = True) -> Outcome:
     n = int(prof.get("requests", SIMULATED))
     rate = p.get("request_rate")
     if rate is None:  # all requests at once (QPS INF): arrivals far faster than the replica
         rate = 1e6
     raw.update(rate=rate / (p["gpus"] // raw["gpus"]), requests=n)
-    r = _run(serve, raw)
+    r = _run(serve, raw, keep)
     stat = "p50" if p.get("statistic") == "median" else "mean"
     if p["metric"] == "output_tokens_per_s":
         v = r["achieved_tokens_per_s"] * (p["gpus"] // raw["gpus"])
