@@ -23,6 +23,9 @@ from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
 from napkin.units import format as fmt
 
+# the ring over PCIe, in its own room; its names are the replica's too
+from napkin.calculators.pcie_ring import over_pcie, pcie_hop, pcie_ring_bus, pcie_ring_latency  # noqa: F401,E402
+
 
 @dataclass(frozen=True)
 class Efficiencies:
@@ -59,39 +62,6 @@ def sweep_board_link(family: str) -> float:
 
     return max((x.link_bytes_per_s_bidirectional or 0.0 for k, x in catalog.gpus().items()
                 if eff.family(k).key == family and x.scale_up_domain >= 8), default=0.0)
-
-
-def pcie_hop(g: Accelerator, link: float) -> bool:
-    """Whether a TP group's ring runs at g's host link (PCIe between the cards of a server beyond their bridge)."""
-    host = g.host_link_bytes_per_s_per_direction
-    return host is not None and link == min(host, g.link_bytes_per_s_per_direction or math.inf)
-
-
-def over_pcie(g: Accelerator, tp: int, link: float) -> bool:
-    """Whether a TP group's ring runs over PCIe: cards whose only GPU-to-GPU link is PCIe (an L40S server), or
-    bridged cards beyond their pair (the planner's arrays: plan.serve.hardware.ring_bus)."""
-    if g.link_over_pcie:
-        return tp > 1
-    return tp > g.scale_up_domain and pcie_hop(g, link)
-
-
-def pcie_ring_bus(r: Report | None, g: Accelerator, tp: int, link: float) -> float | None:
-    """PCIe's ring fraction (recorded, with its source) where a TP group's ring runs over PCIe (over_pcie); None
-    where the family's scale-up figure applies."""
-    if not over_pcie(g, tp, link):
-        return None
-    fit = eff.fitted()
-    if r is not None:
-        r.assume("pcie_allreduce_bus", fit.pcie_allreduce_bus, "of PCIe's one-direction rate that a TP ring over "
-                 "PCIe reaches at decode-sized messages (the cards of one server with no NVLink between them), "
-                 "fitted to published serving runs on A100 PCIe and L40S servers, leave-sources-out",
-                 unit="fraction", basis="fitted", source=f"napkin validate: {fit.method}. Measured rings for "
-                 f"scale: 8 L40S on PCIe Gen4 copy at 20.75 GB/s, 65% of 32 GB/s (flashinfer pull request #4870); "
-                 "bridged A100 PCIe pairs drop to 20 GB/s bus bandwidth once a third card joins (nccl-tests issue "
-                 "#178); both at large messages, above what a decode step's few MiB reach",
-                 replaced_by="nccl-tests all_reduce_perf across the server's cards at the decode message size, "
-                             "or `torchrun -m napkin.measure --collectives`, then --calibration")
-    return fit.pcie_allreduce_bus
 
 
 def tp_path(g: Accelerator, tp: int, *, rate: float, scale_out: float) -> str:
@@ -280,14 +250,15 @@ def note_experts(r: Report, m: ModelSpec) -> None:
 
 def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precision: str | None = None,
           link_bytes_per_s_per_direction: float = math.inf, scale_up: bool = True,
-          link_bus: float | None = None) -> op.Rates:
+          link_bus: float | None = None, ring_latency_s: float | None = None) -> op.Rates:
     """The operator model's rates for one GPU of ``g`` (attention at bf16, or fp8 where the weights are fp8).
 
     ``scale_up``: the TP group's all-reduce runs over g's catalogued scale-up link, so the family's
     measured all-reduce sweep applies (not beyond the domain, nor over a link a calibration measured).
     ``link_bus``: the fraction of the link a ring reaches, where it is not the family's scale-up figure: 1 for a
     calibration's measured bus bandwidth (already what the ring reached), PCIe's for the hop between the cards
-    of a server beyond their bridge."""
+    of a server beyond their bridge. ``ring_latency_s``: the all-reduce's fixed time where it is not the family's
+    (a ring over PCIe: pcie_ring_latency)."""
     attention_precision = "fp8" if compute_precision == "fp8" and g.supports("fp8") else "bf16"
     if not g.supports(attention_precision):
         attention_precision = compute_precision
@@ -297,7 +268,7 @@ def rates(g: Accelerator, e: Efficiencies, *, compute_precision: str, mlp_precis
         memory_bytes_per_s=g.memory_bytes_per_s, bandwidth_efficiency=e.bandwidth, gemm_efficiency=e.gemm,
         gemm_half_tokens=e.gemm_half_tokens, attention_efficiency=e.attention,
         link_bytes_per_s=link_bytes_per_s_per_direction * (e.allreduce_bus if link_bus is None else link_bus),
-        allreduce_latency_s=e.allreduce_latency_s,
+        allreduce_latency_s=e.allreduce_latency_s if ring_latency_s is None else ring_latency_s,
         per_layer_s=e.per_layer_s, per_layer_decode_s=e.per_layer_decode_s, per_step_s=e.per_step_s,
         elementwise_passes=e.elementwise_passes,
         mlp_flops_per_s=g.peak(mlp_p), mlp_gemm_efficiency=e.mlp_gemm,
@@ -349,12 +320,12 @@ class Replica:
 def replica(m: ModelSpec, g: Accelerator, *, tp: int, bytes_per_weight: float, kv_bytes_per_value: float,
             e: Efficiencies, compute_precision: str, link_bytes_per_s_per_direction: float = math.inf,
             mlp_precision: str | None = None, mlp_bytes_per_weight: float | None = None,
-            scale_up: bool = True, link_bus: float | None = None) -> Replica:
+            scale_up: bool = True, link_bus: float | None = None, ring_latency_s: float | None = None) -> Replica:
     shapes = m.layer_shapes(tp, kv_bytes_per_value=kv_bytes_per_value, bytes_per_weight=bytes_per_weight,
                             mlp_bytes_per_weight=mlp_bytes_per_weight)
     return Replica(m, shapes, rates(g, e, compute_precision=compute_precision, mlp_precision=mlp_precision,
                                     link_bytes_per_s_per_direction=link_bytes_per_s_per_direction,
-                                    scale_up=scale_up, link_bus=link_bus), tp)
+                                    scale_up=scale_up, link_bus=link_bus, ring_latency_s=ring_latency_s), tp)
 
 
 ERROR_BAR_METRICS = (("tokens_per_s", "throughput"), ("tpot_s", "tpot"), ("ttft_s", "ttft"))

@@ -104,6 +104,13 @@ class Runtime(msgspec.Struct, kw_only=True, frozen=True):
         return self._at(self.collective_bytes, tp)
 
 
+class Pcie(msgspec.Struct, kw_only=True, frozen=True):
+    """The fixed time of one step of a tensor-parallel ring over PCIe, with its source."""
+
+    hop_latency_s: float
+    hop_latency_source: str
+
+
 class Fitted(msgspec.Struct, kw_only=True, frozen=True):
     """Parameters fitted to published serving runs (``napkin validate --fit``), with their folds.
 
@@ -173,6 +180,11 @@ def shape() -> Shape:
 @functools.cache
 def runtime() -> Runtime:
     return msgspec.convert(_table()["runtime"], Runtime)
+
+
+@functools.cache
+def pcie() -> Pcie:
+    return msgspec.convert(_table()["pcie"], Pcie)
 
 
 BASELINE = Path(__file__).parents[1] / "validation" / "baseline.json"

@@ -31,6 +31,22 @@ def allreduce_seconds(bytes_per_rank: float, *, link_bytes_per_s_per_direction: 
     return bytes_per_rank / link_bytes_per_s_per_direction + 2.0 * (n_ranks - 1.0) * latency_s
 
 
+def ring_latency_seconds(n_ranks: Any, *, hop_latency_s: Any) -> Any:
+    """α = 2 · (n − 1) · α_hop
+
+    A ring all-reduce passes its chunks round the ring 2(n − 1) times (a reduce-scatter, then an
+    all-gather), each step waiting on the one before; at a small message the steps' fixed time is
+    all there is. Over PCIe a step costs microseconds (a transfer through the root complex, often
+    across sockets), so 8 cards' smallest all-reduce takes 42-54 us where an NVSwitch board's takes 13.
+    Trap: one fixed latency for every TP degree over PCIe: it grows with the ring (8 B on 2, 4 and
+    8 PCIe Gen4 cards: 9, 19-21 and 42-54 us).
+    Source: Thakur, Rabenseifner & Gropp 2005 (IJHPCA 19(1)), the ring's 2(n − 1) steps; the step
+    time from nccl-tests on PCIe servers (catalog/efficiency.toml [pcie]); e.g. 8 cards at 3.2 us a
+    step: 14 · 3.2 = 44.8 us.
+    """
+    return 2.0 * (n_ranks - 1.0) * hop_latency_s
+
+
 CURVE_LOG2_BYTES = tuple(range(15, 35))  # the sizes a measured all-reduce curve is tabulated at: 32 KiB .. 16 GiB
 _SWEEP_RANKS = 8.0  # the sweeps are measured on one full 8-GPU board
 

@@ -73,6 +73,7 @@ def build(r: Report, t: Trip, compute_precision: str) -> None:
                             kv_bytes_per_value=t.kv_bytes_per_value, e=e, compute_precision=compute_precision,
                             link_bytes_per_s_per_direction=(link := tp_link(r, t)),
                             link_bus=rep.pcie_ring_bus(r, g, t.n_gpus, link),
+                            ring_latency_s=rep.pcie_ring_latency(r, g, t.n_gpus, link),
                             scale_up=1 < t.n_gpus <= g.scale_up_domain and g.link_bytes_per_s_per_direction is not None)
     if req.params is not None and req.params != m.params:
         r.note(f"the operator model times {m.name}'s layers as the architecture has them "

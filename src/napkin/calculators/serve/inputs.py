@@ -42,6 +42,8 @@ class Setup:
     capacity: float  # bytes per GPU the runtime reports
     scale_out: float  # per-GPU scale-out bandwidth beyond the scale-up domain, given or assumed
     by_hand: bool = False  # peak, bandwidth or memory given by hand: no published point covers the part
+    link_bus: float | None = None  # the ring's fraction of the link where it is not the family's (PCIe, measured)
+    ring_latency_s: float | None = None  # an all-reduce's fixed time where it is not the family's (PCIe)
 
 
 def compute_precision_for(g: Accelerator, precision: str) -> str:
@@ -128,11 +130,13 @@ def setup(req: ServeRequest, r: Report) -> Setup:
     if scale_up:
         allreduce_sweep(r, g, e, message=float(sv.microbatch(req.batch, pp=pp)) * m.d_model * sv.ACTIVATION_BYTES,
                         link=link)
+    bus, latency = ring_fraction(r, g, tp, link, measured), rep.pcie_ring_latency(r, g, tp, link,
+                                                                                   given=req.allreduce_latency)
     replica = rep.replica(m, g, tp=tp, bytes_per_weight=b_w, kv_bytes_per_value=b_kv, e=e, compute_precision=cp,
                           link_bytes_per_s_per_direction=link, mlp_precision=mlp_cp, mlp_bytes_per_weight=b_mlp,
-                          scale_up=scale_up, link_bus=ring_fraction(r, g, tp, link, measured))
+                          scale_up=scale_up, link_bus=bus, ring_latency_s=latency)
     return Setup(m, g, gpus, tp, pp, req.precision, cp, b_w, b_kv, peak, g.memory_bytes_per_s, link, e, replica,
-                 capacity, scale_out, by_hand=g is not base)
+                 capacity, scale_out, by_hand=g is not base, link_bus=bus, ring_latency_s=latency)
 
 
 def ring_fraction(r: Report, g: Accelerator, tp: int, link: float, measured: float | None) -> float | None:

@@ -30,7 +30,8 @@ def speculative(r: Report, s: Setup, req: ServeRequest, dm: ModelSpec, c: Contex
     b = float(sv.microbatch(req.batch, pp=s.pp))
     draft = rep.replica(dm, s.g, tp=s.tp, bytes_per_weight=s.b_w, kv_bytes_per_value=s.b_kv, e=s.eff,
                         compute_precision=s.compute_precision, link_bytes_per_s_per_direction=s.link,
-                        scale_up=s.replica.rates.allreduce_curve is not None)
+                        scale_up=s.replica.rates.allreduce_curve is not None, link_bus=s.link_bus,
+                        ring_latency_s=s.ring_latency_s)  # the target's GPUs: its ring
     held = float(dm.kv_held_tokens(c.ctx_avg))
     d_step = r.step("draft_step_s", "Σ operators of one draft decode step (same GPUs, TP only)",
                     value=total(draft.operators(b, kv_tokens=b * held, logits=b)), unit="seconds")

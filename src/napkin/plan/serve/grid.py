@@ -30,7 +30,7 @@ from napkin.formulas.comm import CURVE_LOG2_BYTES, row_sweeps
 from napkin.hardware import bytes_per_value
 
 from . import select
-from .hardware import columns, curve_at, hardware_rows, ring_bus, rows_of
+from .hardware import columns, curve_at, hardware_rows, ring_bus, ring_latency, rows_of
 from .request import PlanServeRequest, _scale_out, grid_size, replica_sizes
 
 CHUNK_CELLS = 24_576  # cells per chunk: ~200 kB a temporary, inside the caches of a laptop or a server core
@@ -234,6 +234,8 @@ class _Context:
         raw = self.link(c)
         link = raw * ring_bus(H, c.rows, c.tp, raw)
         rates = {k[5:]: rows_of(v, c.rows) for k, v in H.items() if k.startswith("rate_")}
+        if c.tp > 1:  # a ring over PCIe pays its steps' fixed time
+            rates["allreduce_latency_s"] = ring_latency(self.req, H, c.rows, c.tp, raw, rates["allreduce_latency_s"])
         curve = curve_at(H, c.rows, c.tp)
         if c.tp > 1:  # the all-reduce timed once per kind of row (link, latency, sweep), then gathered to the rows
             h = np.size(link)

@@ -119,16 +119,37 @@ def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
     return out
 
 
-def ring_bus(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
-    """The fraction of each row's TP link its ring reaches: the family's on its scale-up link, PCIe's fitted one
-    where the ring runs over PCIe (as `napkin serve` takes it, replica.over_pcie)."""
+def over_pcie(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
+    """Whether each row's TP ring runs over PCIe, as `napkin serve` takes it (replica.over_pcie): cards with no
+    NVLink, or bridged cards beyond their pair."""
     import numpy as np
 
     host = np.asarray(rows_of(H["host_link"], rows))
     bridged = (tp > np.asarray(rows_of(H["domain"], rows))) & np.isfinite(host) & (
         link == np.minimum(host, np.asarray(rows_of(H["link"], rows))))
-    pcie = bridged | ((tp > 1) & np.asarray(rows_of(H["pcie"], rows), dtype=bool))
-    return np.where(pcie, eff.fitted().pcie_allreduce_bus, rows_of(H["allreduce_bus"], rows))
+    return bridged | ((tp > 1) & np.asarray(rows_of(H["pcie"], rows), dtype=bool))
+
+
+def ring_bus(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
+    """The fraction of each row's TP link its ring reaches: the family's on its scale-up link, PCIe's fitted one
+    where the ring runs over PCIe."""
+    import numpy as np
+
+    return np.where(over_pcie(H, rows, tp, link), eff.fitted().pcie_allreduce_bus, rows_of(H["allreduce_bus"], rows))
+
+
+def ring_latency(req: PlanServeRequest, H: dict[str, Any], rows: Any, tp: Any, link: Any, latency: Any) -> Any:
+    """Each row's all-reduce fixed time: 2(n − 1) ring steps at PCIe's measured step time where the ring runs over
+    PCIe (formulas.comm.ring_latency_seconds, as replica.pcie_ring_latency), ``latency`` (the row's) elsewhere or
+    where --allreduce-latency gives it."""
+    import numpy as np
+
+    from napkin.formulas.comm import ring_latency_seconds
+
+    if req.allreduce_latency is not None:
+        return latency
+    pcie = ring_latency_seconds(np.asarray(tp, dtype=float), hop_latency_s=eff.pcie().hop_latency_s)
+    return np.where(over_pcie(H, rows, tp, link), pcie, latency)
 
 
 def curve_at(H: dict[str, Any], rows: Any, tp: int) -> Any:

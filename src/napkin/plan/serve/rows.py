@@ -13,7 +13,7 @@ from napkin.formulas import serving as sv
 from napkin.hardware import bytes_per_value
 
 from . import grid as gr
-from .hardware import columns, ring_bus, rows_of
+from .hardware import columns, ring_bus, ring_latency, rows_of
 from .request import PlanServeRequest, _scale_out
 from .select import cost
 
@@ -53,8 +53,10 @@ def detail(req: PlanServeRequest, g: gr.Grid, c: dict[str, Any]) -> dict[str, An
     H = columns(g.axes.hw, 1)
     h = c["hw"]
     curve = None if H["curve"] is None else np.where((H["domain"][h] >= c["tp"])[..., None], H["curve"][h], np.nan)
-    rates = op.Rates(**{k[5:]: rows_of(v, h) for k, v in H.items() if k.startswith("rate_")},
-                     link_bytes_per_s=(raw := _link(req, c)) * ring_bus(H, h, c["tp"], raw), allreduce_curve=curve)
+    rated = {k[5:]: rows_of(v, h) for k, v in H.items() if k.startswith("rate_")}
+    raw = _link(req, c)
+    rated["allreduce_latency_s"] = ring_latency(req, H, h, c["tp"], raw, rated["allreduce_latency_s"])
+    rates = op.Rates(**rated, link_bytes_per_s=raw * ring_bus(H, h, c["tp"], raw), allreduce_curve=curve)
     m = g.model
     shapes = m.layer_shapes(c["tp"], kv_bytes_per_value=bytes_per_value(req.kv_precision, "kv_precision"),
                             bytes_per_weight=H["b_w"][h])
