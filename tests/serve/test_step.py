@@ -43,6 +43,17 @@ def test_serve_times_its_steps_with_the_operator_model(calls):
     assert r["decode_step_s"] == pytest.approx(sum(dec), rel=1e-12)
 
 
+def test_the_draft_rides_its_targets_ring_over_pcie(calls):
+    """On four L40S (no NVLink) the draft model's all-reduces cross the same PCIe ring as the target's: the same
+    fitted fraction of PCIe's rate and the same 2(n − 1) steps of fixed time."""
+    calculate("serve", model="llama-3.1-70b", gpu="l40s", precision="fp8", tp=4, batch=8, draft="llama-3.2-1b",
+              draft_tokens=4)
+    target = next(kw["rates"] for _, kw in calls if kw["shapes"].n_layers == 80)
+    draft = next(kw["rates"] for _, kw in calls if kw["shapes"].n_layers == 16)
+    assert draft.link_bytes_per_s == target.link_bytes_per_s < 32e9
+    assert draft.allreduce_latency_s == target.allreduce_latency_s == pytest.approx(2 * 3 * 3.2e-6)
+
+
 def test_plan_serve_times_its_grid_with_the_same_operator_model(calls):
     calculate("plan-serve", model="llama-3.1-70b", rate="10/s", gpu="h100", batch="16,64", max_gpus=8)
     arrays = [t for t, _ in calls if isinstance(t, np.ndarray)]
