@@ -135,7 +135,7 @@ PLAN_H100 = (
     "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
-    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
     '  gpu       prec  gpus  tp  pp  batch  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h  $/M all-in  bound\n'
@@ -177,7 +177,7 @@ PLAN_MAX_RATE = (
     "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
-    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest per million output tokens (all-in), each replica at its highest rate within the objectives:\n'
     '  gpu       prec  gpus  tp  pp  batch    req/s      TTFT      TPOT  tok/s/GPU    $/h  $/M all-in  bound\n'
@@ -223,7 +223,7 @@ PLAN_P99 = (
     "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
-    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
     '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h  $/M all-in\n'
@@ -267,7 +267,7 @@ PLAN_P99_RATE = (
     "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     'note: simplification: the p99 screen is a queueing approximation (an upper bound by construction: each part at its own p99), and only the configurations listed with sim columns ran through the load simulation; both model continuous batching with the same operator steps\n'
-    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     "cheapest configurations that meet the p99 objectives (the screen's p99s; sim: `napkin serve --rate` on each):\n"
     '  gpu       prec  gpus  tp  pp  batch  replicas  req/s/replica  TTFT p99  TPOT p99  sim TTFT p99  sim TPOT p99  fleet $/h  $/M all-in\n'
@@ -307,7 +307,7 @@ PLAN_WORKLOADS = (
     "note: gemm_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: bandwidth_efficiency: each GPU's published measurement, or its family's (catalog/efficiency.toml), with the fixed costs fitted to published serving runs\n"
     "note: simplification: no queueing beyond the utilisation target: each replica's steady state at its batch (continuous batching, prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)\n"
-    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
+    "note: simplification: a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a larger group at the scale-out bandwidth; GPUs beyond the TP degree are pipeline stages, and their hops are not costed\n"
     '\n'
     'cheapest configurations that meet both objectives:\n'
     '  gpu       prec  gpus  tp  pp  batch  prompt  output  replicas  total      TTFT  TPOT@load  tok/s/GPU@load  fleet $/h  $/M all-in  bound\n'

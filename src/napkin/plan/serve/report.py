@@ -24,7 +24,8 @@ SIMPLIFICATIONS = (
     "prompt chunks riding in decode steps), TTFT with no queue (`napkin serve --rate` simulates the queue)",
     "a TP group within the GPU's scale-up domain (8 on an HGX board) all-reduces over its NVLink-class link at the "
     "bus bandwidth the family's published sweep measured for each message size (one-shot where faster), bridged PCIe "
-    "cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction, a larger group at the "
+    "cards beyond their pair and cards with no NVLink over PCIe at its fitted fraction and measured step time, a "
+    "larger group at the "
     "scale-out bandwidth; GPUs beyond the TP degree are "
     "pipeline stages, and their hops are not costed",
 )
