@@ -31,8 +31,8 @@ def max_error_floor(q_min: float, q_max: float) -> float:
     1 − c / q_max. Where the predictions are equal (the same documented settings), s is the
     measurements' own spread: 166.8 and 384.4 tokens/s for one run give s = 2.30, F = 39.5%.
     Trap: reading one source's large miss as the model's error alone, when another source
-    measured the same configuration within a few percent of the prediction; or dividing by the
-    mean, (max − min) / mean, which is the same F only for two points.
+    measured the same configuration within a few percent of the prediction; or taking the
+    spread over the mean, (max − min) / mean, as the floor: for two points it is 2F, twice it.
     Source: the minimax of two relative errors (Chebyshev's equioscillation for one parameter:
     the optimum balances the two extreme errors).
     """
@@ -53,7 +53,7 @@ def replicates(rows: list[dict], points: list[dict], predict: Callable[[dict], f
     of its measurements, the spread left once napkin's predictions under one set of parameters (``predict``:
     they differ only by the engines' documented settings) are divided out, and max_error_floor of that; widest
     first."""
-    by_id = {p["id"]: p for p in points}
+    by_id, group_of = {p["id"]: p for p in points}, {r["id"]: r["group"] for r in rows}
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         p = by_id[row["id"]]
@@ -66,7 +66,7 @@ def replicates(rows: list[dict], points: list[dict], predict: Callable[[dict], f
         measured = [p["value"] for p in members]
         q = [p["value"] / predict(p) for p in members]
         named = len({p["model"] for p in members}) > 1  # one architecture published under two names
-        out.append({"group": next(r["group"] for r in rows if r["id"] == members[0]["id"]),
+        out.append({"group": group_of[members[0]["id"]],
                     "configuration": label(members[0]), "n": len(members),
                     "measured": ", ".join(f"{p['engine']} {p['engine_version']}" + (f" ({p['model']})" if named else "")
                                           + f": {p['value']:,.6g}" for p in members),

@@ -184,6 +184,8 @@ def _replicates(r: Report, rows: list[dict]) -> None:
     def predict(p: dict) -> float:  # every point of a configuration under the one stored fit
         key = (p["id"], *fit)
         if key not in _UNDER_ONE_FIT:  # its value alone: the folds' runs keep the run cache
+            if len(_UNDER_ONE_FIT) > 8192:
+                _UNDER_ONE_FIT.clear()
             _UNDER_ONE_FIT[key] = float(sv.predict(p, keep=False).value)  # type: ignore[arg-type]
         return _UNDER_ONE_FIT[key]
 
