@@ -21,7 +21,7 @@ def pcie_hop(g: Accelerator, link: float) -> bool:
 
 def over_pcie(g: Accelerator, tp: int, link: float) -> bool:
     """Whether a TP group's ring runs over PCIe: cards whose only GPU-to-GPU link is PCIe (an L40S server), or
-    bridged cards beyond their pair (the planner's arrays: plan.serve.hardware.ring_bus)."""
+    bridged cards beyond their pair (the planner's arrays: plan.serve.hardware.over_pcie)."""
     if g.link_over_pcie:
         return tp > 1
     return tp > g.scale_up_domain and pcie_hop(g, link)

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+# the ring over PCIe lives in calculators/pcie_ring.py; its names are the replica's too
+from napkin.calculators.pcie_ring import over_pcie, pcie_hop, pcie_ring_bus, pcie_ring_latency  # noqa: F401
 from napkin.catalog import efficiency as eff
 from napkin.derivation import Report
 from napkin.formulas import operators as op
@@ -22,9 +24,6 @@ from napkin.formulas import simulation as sim
 from napkin.hardware import Accelerator
 from napkin.model import ModelSpec
 from napkin.units import format as fmt
-
-# the ring over PCIe, in its own room; its names are the replica's too
-from napkin.calculators.pcie_ring import over_pcie, pcie_hop, pcie_ring_bus, pcie_ring_latency  # noqa: F401,E402
 
 
 @dataclass(frozen=True)

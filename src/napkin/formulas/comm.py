@@ -28,7 +28,7 @@ def allreduce_seconds(bytes_per_rank: float, *, link_bytes_per_s_per_direction: 
     Collective Communication Operations in MPICH (IJHPCA 19(1)), the ring's 2(n − 1) steps; e.g. 247
     GB / 450 GB/s ≈ 0.55 s.
     """
-    return bytes_per_rank / link_bytes_per_s_per_direction + 2.0 * (n_ranks - 1.0) * latency_s
+    return bytes_per_rank / link_bytes_per_s_per_direction + ring_latency_seconds(n_ranks, hop_latency_s=latency_s)
 
 
 def ring_latency_seconds(n_ranks: Any, *, hop_latency_s: Any) -> Any:

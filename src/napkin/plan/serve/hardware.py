@@ -120,7 +120,7 @@ def columns(hw: list[dict], ndim: int) -> dict[str, Any]:
 
 
 def over_pcie(H: dict[str, Any], rows: Any, tp: Any, link: Any) -> Any:
-    """Whether each row's TP ring runs over PCIe, as `napkin serve` takes it (replica.over_pcie): cards with no
+    """Whether each row's TP ring runs over PCIe, as `napkin serve` takes it (calculators.pcie_ring.over_pcie): cards with no
     NVLink, or bridged cards beyond their pair."""
     import numpy as np
 
