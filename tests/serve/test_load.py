@@ -65,6 +65,37 @@ def test_every_request_is_served_in_order_of_events(rate, n, cap, mixed, prompt,
     assert (out["finish_s"] - out["first_token_s"] >= (output - 1) * 0.002 - 1e-9).all()
 
 
+@settings(max_examples=50, deadline=None)
+@given(rate=st.floats(0.01, 1e4), n=st.integers(2, 5000), seed=st.integers(0, 2**32 - 1))
+def test_the_arrivals_come_at_the_rate_asked_for(rate, n, seed):
+    """n arrivals, the first at 0, whose n − 1 gaps average exactly 1/λ (an unpinned draw realises λ(1 ± 1/√n))."""
+    arr = sim.poisson_arrivals(rate, n_requests=n, seed=seed)
+    assert arr[0] == 0.0 and (np.diff(arr) >= 0).all()
+    assert (n - 1) / arr[-1] == pytest.approx(rate, rel=1e-9)
+
+
+def test_pinned_arrivals_still_clump_like_poisson():
+    """Between the first and the last arrival the others are uniform order statistics (Ross, Introduction to
+    Probability Models, Thm 5.2): gaps exponential, coefficient of variation 1; counts per 1/λ window have
+    variance ≈ mean (Poisson), where evenly spaced arrivals would give CV 0 and variance 0."""
+    arr = sim.poisson_arrivals(32.0, n_requests=200_000, seed=3)
+    gaps = np.diff(arr)
+    assert gaps.mean() == pytest.approx(1 / 32.0, rel=1e-9)
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, abs=0.01)
+    counts = np.bincount((arr * 32.0).astype(int))[:-1]
+    assert counts.var() / counts.mean() == pytest.approx(1.0, abs=0.06)
+    # the interior arrivals, scaled to (0, 1), against the uniform CDF: Kolmogorov–Smirnov distance
+    u = arr[1:-1] / arr[-1]
+    ks = np.max(np.abs(u - np.arange(1, len(u) + 1) / len(u)))
+    assert ks < 1.63 / np.sqrt(len(u))  # the 1% critical value
+
+
+def test_the_load_report_offers_the_rate_asked_for():
+    """500 requests at 32/s: the report's offered rate is 32/s (unpinned, seed=0 drew 29.2/s)."""
+    r = napkin.serve(BASE, rate=32, requests=500)
+    assert r["offered_requests_per_s"] == pytest.approx(32.0, rel=1e-9)
+
+
 def test_the_simulation_is_seeded():
     a = napkin.serve(BASE, rate=5, requests=300)
     b = napkin.serve(BASE, rate=5, requests=300)

@@ -66,7 +66,7 @@ def under_load(r: Report, s: Setup, req: ServeRequest, c: Context, memory: Memor
     queue = admitted - a
     span = float(finish.max() - a.min())
     r.set("simulated_requests", int(len(a)), "count")
-    offered = len(arr) / float(arr[-1] - arr[0]) if len(arr) > 1 else 0.0
+    offered = (len(arr) - 1) / float(arr[-1] - arr[0]) if len(arr) > 1 and arr[-1] > arr[0] else 0.0
     r.set("offered_requests_per_s", offered, "per_s")
     r.step("achieved_tokens_per_s", "Σ output tokens / (last finish − first arrival), counted requests",
            value=float(o.sum()) / span, unit="per_s", cites=sim.simulate_continuous)
@@ -79,5 +79,5 @@ def under_load(r: Report, s: Setup, req: ServeRequest, c: Context, memory: Memor
         r.warn("over-capacity", f"at {offered:.3g} requests/s the queue grows: the p99 request waits "
                                 f"{_fmt(r['queue_p99_s'], 'seconds')} for a slot; the replica's steady-state capacity "
                                 f"is about {r['requests_per_s']:.3g} requests/s at batch {req.batch:,}")
-    r.note(f"load: {len(arr):,} requests simulated ({'a trace' if req.trace else 'Poisson arrivals'}, seed "
-           f"{req.seed}), the first tenth as warm-up; percentiles over the rest")
+    r.note(f"load: {len(arr):,} requests simulated ({'a trace' if req.trace else 'Poisson arrivals at exactly the rate given'}, "
+           f"seed {req.seed}), the first tenth as warm-up; percentiles over the rest")
