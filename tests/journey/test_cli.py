@@ -69,16 +69,16 @@ JOURNEY_405B = (
     '  mfu                                40%\n'
     '  effective_flops_per_s    6.333 PFLOP/s  = gpus · dense peak · MFU   [gpus = 8, peak = 1.979 PFLOP/s, MFU = 40%]\n'
     '  prefill_napkin_s              127.9 ms  = prefill_flops / effective_flops_per_s  (the napkin rule: one MFU for the whole prompt)   [prefill_flops = 810 TFLOP, effective = 6.333 PFLOP/s]\n'
-    "  prefill_s                     184.2 ms  = Σ operators of the prompt's prefill on TP 8  (the operator model: GEMMs, attention, element-wise kernels, all-reduces, fixed costs)   [tokens = 1,000]\n"
-    '  prefill_mfu                      27.8%  = prefill_flops / (prefill_s · gpus · dense peak)\n'
-    '  prefill_tokens_per_s            5428/s  = prompt_tokens / prefill_s   [prompt_tokens = 1,000]\n'
+    "  prefill_s                     181.7 ms  = Σ operators of the prompt's prefill on TP 8  (the operator model: GEMMs, attention, element-wise kernels, all-reduces, fixed costs)   [tokens = 1,000]\n"
+    '  prefill_mfu                      28.2%  = prefill_flops / (prefill_s · gpus · dense peak)\n'
+    '  prefill_tokens_per_s            5503/s  = prompt_tokens / prefill_s   [prompt_tokens = 1,000]\n'
     '  kv_bytes_per_token            516.1 kB  = 2 · L · h_kv · d_h · bytes   [L = 126, h_kv = 8, d_h = 128, bytes = 2, precision = bf16]\n'
     '  prompt_kv_bytes               516.1 MB  = kv_bytes_per_token · prompt_tokens   [prompt_tokens = 1,000]\n'
     '  max_context_kv_bytes          67.65 GB  = kv_bytes_per_token · max_context   [max_context = 131,072]\n'
     '  kv_capacity_tokens              455.3k  = free_bytes / kv_bytes_per_token   [free_bytes = 235 GB]\n'
-    '  ttft_s                        184.2 ms  = prefill_s  (on an idle node: queueing and the network add to it)\n'
-    '  note: prefill operators: mlp 75.69 ms, allreduce 52.71 ms, layer_overhead 22.68 ms\n'
-    "  note: the operator model's TTFT against published runs (napkin validate): median error 8% (max 38%) on 19 published multi-GPU H100 dense-model points, out of sample\n"
+    '  ttft_s                        181.7 ms  = prefill_s  (on an idle node: queueing and the network add to it)\n'
+    '  note: prefill operators: mlp 75.69 ms, allreduce 52.71 ms, layer_overhead 20.16 ms\n'
+    "  note: the operator model's TTFT against published runs (napkin validate): median error 13% (max 24%) on 19 published multi-GPU H100 dense-model points, out of sample\n"
     '\n'
     '5. Decode                                                  Σ 1.053 PFLOP\n'
     '  decode_attention_flops        2.849 TFLOP  = 4 · L · d_attn · T_out · (T_in + T_out / 2)   [L = 126, d_attn = 16384, T_in = 1,000, T_out = 300]\n'
@@ -91,7 +91,7 @@ JOURNEY_405B = (
     '  decode_floor_share                  46.7%  = decode_floor_s_per_token / decode_s_per_token\n'
     '  decode_tokens_per_s               30.83/s  = 1 / decode_s_per_token\n'
     '  decode_s                          9.697 s  = (output_tokens − 1) · decode_s_per_token  (prefill emits the first)   [output_tokens = 300]\n'
-    '  answer_s                          9.881 s  = ttft_s + (output_tokens − 1) · decode_s_per_token   [ttft_s = 184.2 ms, output_tokens = 300]\n'
+    '  answer_s                          9.879 s  = ttft_s + (output_tokens − 1) · decode_s_per_token   [ttft_s = 181.7 ms, output_tokens = 300]\n'
     '  reading_tokens_per_s              5.289/s  = 238 words/min / 60 / 0.75 words per token\n'
     '  speed_over_reading                   5.83  = decode_tokens_per_s / reading_tokens_per_s\n'
     '  tp_allreduce_bytes_per_token     14.45 MB  = 2 all-reduces · L · 2 · (n − 1) / n · d_model · 2 bytes   [L = 126, n = 8, d_model = 16384]\n'
@@ -99,18 +99,18 @@ JOURNEY_405B = (
     '  tp_allreduce_share                  10.6%  = tp_allreduce_s_per_token / decode_s_per_token\n'
     '  batch                                  64\n'
     '  batch_s_per_step                 45.43 ms  = Σ operators of a decode step of 64 sequences (no prompts)\n'
-    '  mixed_step_s                     194.8 ms  = Σ operators of a step with 64 decode tokens and 1,000 prompt tokens\n'
+    '  mixed_step_s                     192.3 ms  = Σ operators of a step with 64 decode tokens and 1,000 prompt tokens\n'
     "  prompt_step_share                   21.3%  = (decode_sequences · prompt / output) / prompt tokens in a step  (the steps that carry a new request's prompt)   [decode_sequences = 64, prompt = 1,000, output = 300, in_a_step = 1,000]\n"
-    '  batch_cycle_s                     77.3 ms  = share · mixed_step_s + (1 − share) · batch_s_per_step  (the mean step a sequence waits per token)   [mixed = 194.8 ms, decode = 45.43 ms]\n'
-    "  batch_tokens_per_s                  828/s  = decode_sequences / batch_cycle_s  (every request's prefill paid)   [decode_sequences = 64]\n"
-    '  batch_speedup                       26.85  = batch_tokens_per_s / decode_tokens_per_s  (per-user cost falls as much)\n'
+    '  batch_cycle_s                    76.76 ms  = share · mixed_step_s + (1 − share) · batch_s_per_step  (the mean step a sequence waits per token)   [mixed = 192.3 ms, decode = 45.43 ms]\n'
+    "  batch_tokens_per_s                833.8/s  = decode_sequences / batch_cycle_s  (every request's prefill paid)   [decode_sequences = 64]\n"
+    '  batch_speedup                       27.04  = batch_tokens_per_s / decode_tokens_per_s  (per-user cost falls as much)\n'
     '  batch_at_ridge                      295.4  = ridge · bytes_per_param / 2  (where weight reads stop binding)   [ridge = 590.7, bytes_per_param = 1]\n'
     '  max_sequences_in_memory               350  = floor(free_bytes / kv_bytes_per_sequence)   [free_bytes = 235 GB]\n'
     '  note: decode operators, one sequence: mlp 14.31 ms, layer_overhead 11.34 ms, allreduce 3.433 ms\n'
     "  note: the operator model's throughput against published runs (napkin validate): median error 7% (max 175%) on 205 published multi-GPU H100 dense-model points, out of sample\n"
     '  note: each answer token needs the one before it: decode is serial, and each step reads every weight\n'
     '  note: the step times include what a napkin rule leaves out: the tensor-parallel all-reduces, attention over the KV cache, the element-wise kernels and the fixed per-layer costs, each operator on its own roofline, summed\n'
-    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 8% (max 36%) on 20 published multi-GPU H100 dense-model points, out of sample\n"
+    "  note: the operator model's decode step (TPOT) against published runs (napkin validate): median error 7% (max 39%) on 20 published multi-GPU H100 dense-model points, out of sample\n"
     '  note: the meter counts 2N for every answer token; the last token is never fed back, so strictly one pass fewer (0.08% of Σ)\n'
     '\n'
     '6. The bill                                                Σ 1.053 PFLOP\n'
@@ -119,15 +119,15 @@ JOURNEY_405B = (
     '  usd                                  $0.0075  = input_usd + output_usd\n'
     '  output_over_input_price                    5  = price_out / price_in\n'
     '  flops_per_usd                       1.404e17  = Σ FLOPs / usd   [Σ = 1.053 PFLOP, usd = $0.0075]\n'
-    '  shared_node_s                       362.3 ms  = output_tokens / batch_tokens_per_s  (the node time this request holds in the batch, its prefill included)   [output_tokens = 300, batch = 64]\n'
-    '  gpu_usd_alone                       $0.06587  = node_usd_per_hour · answer_s / 3600   [answer_s = 9.881 s]\n'
-    '  gpu_usd_shared                     $0.002416  = node_usd_per_hour · shared_node_s / 3600\n'
-    '  gpu_usd_per_million_tokens_all_in   $8.052/M  = node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use, prompts included)   [batch_tokens_per_s = 828/s]\n'
-    '  price_over_gpu_cost                    3.105  = usd / gpu_usd_shared\n'
+    '  shared_node_s                       359.8 ms  = output_tokens / batch_tokens_per_s  (the node time this request holds in the batch, its prefill included)   [output_tokens = 300, batch = 64]\n'
+    '  gpu_usd_alone                       $0.06586  = node_usd_per_hour · answer_s / 3600   [answer_s = 9.879 s]\n'
+    '  gpu_usd_shared                     $0.002399  = node_usd_per_hour · shared_node_s / 3600\n'
+    '  gpu_usd_per_million_tokens_all_in   $7.996/M  = node $/h / 3600 / batch_tokens_per_s · 1e6  (at full use, prompts included)   [batch_tokens_per_s = 833.8/s]\n'
+    '  price_over_gpu_cost                    3.127  = usd / gpu_usd_shared\n'
     '  tdp_watts                              700 W\n'
-    '  energy_alone_j                      55.33 kJ  = gpus · TDP · answer_s  (alone on the node)   [gpus = 8, TDP = 700 W, answer_s = 9.881 s]\n'
-    '  energy_j                            2.029 kJ  = gpus · TDP · shared_node_s  (batched)   [gpus = 8, TDP = 700 W, shared_node_s = 362.3 ms]\n'
-    '  energy_over_google_median              2.348  = energy_j / 0.24 Wh\n'
+    '  energy_alone_j                      55.32 kJ  = gpus · TDP · answer_s  (alone on the node)   [gpus = 8, TDP = 700 W, answer_s = 9.879 s]\n'
+    '  energy_j                            2.015 kJ  = gpus · TDP · shared_node_s  (batched)   [gpus = 8, TDP = 700 W, shared_node_s = 359.8 ms]\n'
+    '  energy_over_google_median              2.332  = energy_j / 0.24 Wh\n'
     '  note: money is arithmetic about FLOPs, not FLOPs: the meter does not move\n'
     '\n'
     '7. The training debt                                       Σ 1.053 PFLOP\n'
@@ -139,7 +139,7 @@ JOURNEY_405B = (
     '\n'
     'Σ 1.053 PFLOP = prefill 810 TFLOP + decode 243 TFLOP   (2N per token, no attention term)\n'
     'assumed: system_tokens = 988; disk_bandwidth = 10 GB/s; usd_per_gpu_hour = $3/h; mfu = 40%; chunk = 8,192; price_in = $3/M; price_out = $15/M\n'
-    'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 90 us\n'
+    'fitted: per_layer_overhead = 160 us; per_layer_decode_overhead = 90 us\n'
 )
 
 CARD_405B_ARGS = ("card", "--params", "405B")
@@ -165,27 +165,27 @@ CARD_405B = (
     '  read every weight once                                                  15.11 ms  weights_bytes / (gpus · bandwidth)                       3. The memory wall\n'
     '  FLOPs per token                                                        810 GFLOP  2 · N_active                                             4. Prefill\n'
     '  prefill of the 1,000-token prompt at 40% MFU                            127.9 ms  prefill_flops / effective_flops_per_s                    4. Prefill\n'
-    "  prefill of the 1,000-token prompt, operator model                       184.2 ms  Σ operators of the prompt's prefill on TP 8              4. Prefill\n"
-    '  prefill rate, one prompt                                                  5428/s  prompt_tokens / prefill_s                                4. Prefill\n'
+    "  prefill of the 1,000-token prompt, operator model                       181.7 ms  Σ operators of the prompt's prefill on TP 8              4. Prefill\n"
+    '  prefill rate, one prompt                                                  5503/s  prompt_tokens / prefill_s                                4. Prefill\n'
     '  KV cache per token (bf16)                                               516.1 kB  2 · L · h_kv · d_h · bytes                               4. Prefill\n'
     '  KV cache at full context                                                67.65 GB  kv_bytes_per_token · max_context                         4. Prefill\n'
     '  decode floor per token                                                  15.14 ms  (active weights + KV) / (gpus · bandwidth)               5. Decode\n'
     '  share of the floor one request reaches                                     46.7%  decode_floor_s_per_token / decode_s_per_token            5. Decode\n'
     '  decode speed, one user                                                   30.83/s  1 / decode_s_per_token                                   5. Decode\n'
     '  batch where decode turns compute-bound, at the datasheet ridge             295.4  ridge · bytes_per_param / 2                              5. Decode\n'
-    '  throughput gain at batch 64                                                26.85  batch_tokens_per_s / decode_tokens_per_s                 5. Decode\n'
+    '  throughput gain at batch 64                                                27.04  batch_tokens_per_s / decode_tokens_per_s                 5. Decode\n'
     '  all-reduce volume per token per GPU                                     14.45 MB  2 all-reduces · L · 2 · (n − 1) / n · d_model · 2 bytes  5. Decode\n'
     "  all-reduces' share of a one-user decode step                               10.6%  tp_allreduce_s_per_token / decode_s_per_token            5. Decode\n"
     "  Σ FLOPs of one request                                               1.053 PFLOP  Σ rungs' FLOPs = prefill_flops + decode_flops            5. Decode\n"
     '  API bill for the request                                                 $0.0075  input_usd + output_usd                                   6. The bill\n'
     '  output price over input price                                                  5  price_out / price_in                                     6. The bill\n'
-    '  GPU cost per million output tokens, prompts included, at batch 64       $8.052/M  node $/h / 3600 / batch_tokens_per_s · 1e6               6. The bill\n'
+    '  GPU cost per million output tokens, prompts included, at batch 64       $7.996/M  node $/h / 3600 / batch_tokens_per_s · 1e6               6. The bill\n'
     '  FLOPs per dollar                                                        1.404e17  Σ FLOPs / usd                                            6. The bill\n'
-    '  energy per request, batched                                             2.029 kJ  gpus · TDP · shared_node_s                               6. The bill\n'
+    '  energy per request, batched                                             2.015 kJ  gpus · TDP · shared_node_s                               6. The bill\n'
     '  6ND, the training run                                              3.791e25 FLOP  6 · N_active · D                                         7. The training debt\n'
     '  requests that equal one training run                                         36B  train_flops / Σ FLOPs of one request                     7. The training debt\n'
     'assumed: system_tokens = 988; disk_bandwidth = 10 GB/s; usd_per_gpu_hour = $3/h; mfu = 40%; chunk = 8,192; price_in = $3/M; price_out = $15/M\n'
-    'fitted: per_layer_overhead = 180 us; per_layer_decode_overhead = 90 us\n'
+    'fitted: per_layer_overhead = 160 us; per_layer_decode_overhead = 90 us\n'
 )
 
 
