@@ -279,7 +279,9 @@ FP8_SAME_AS_BF16 = {"gaudi-3", "tpu-v5p"}
 KNOWN_SPARSE = [("bf16", 1979e12), ("fp8", 3958e12), ("tf32", 989e12), ("bf16", 624e12), ("tf32", 312e12),
                 ("bf16", 1513e12), ("fp8", 3026e12), ("bf16", 4.5e15), ("fp8", 9e15), ("bf16", 5e15),
                 ("fp8", 10e15), ("bf16", 2614.9e12), ("fp8", 5229.8e12), ("bf16", 733e12), ("fp8", 1466e12),
-                ("bf16", 330.4e12)]
+                ("bf16", 330.4e12),
+                # RTX PRO 6000 Blackwell Server Edition page: FP4 4, FP8 2, FP16/BF16 1 PFLOPS, all 2:4-sparse
+                ("fp4", 4e15), ("fp8", 2e15), ("bf16", 1e15)]
 
 
 def test_required_gpus_present():
@@ -313,7 +315,7 @@ SCALE_UP_DOMAINS = {
     "mi300x": 8, "mi325x": 8, "gaudi-3": 8,
     "gb200": 72,  # GB200 NVL72: 72 GPUs in one NVLink domain
     "a100-pcie-80gb": 2, "h100-pcie": 2,  # an NVLink bridge joins a pair of cards
-    "l40s": 1, "rtx-4090": 1,  # no NVLink: the stored link is PCIe
+    "l40s": 1, "rtx-4090": 1, "rtx-pro-6000": 1,  # no NVLink: the stored link is PCIe
     "gh200": 1,  # one superchip per server; its NVLink-C2C joins the GPU to its own Grace CPU only
     # Google Cloud TPU docs: v4 slices up to 4096 chips, v5p's largest slice 16x16x24 = 6144 of a
     # 8960-chip Pod, v5e and v6e Pods of 256; beyond, Multislice over the data-center network
@@ -323,9 +325,9 @@ SCALE_UP_DOMAINS = {
 
 def test_scale_up_domains():
     assert {k: g.scale_up_domain for k, g in GPUS.items()} == SCALE_UP_DOMAINS
-    for key in ("l40s", "rtx-4090"):
+    for key in ("l40s", "rtx-4090", "rtx-pro-6000"):
         assert "PCIe" in GPUS[key].link_name  # domain 1: the link napkin uses is PCIe itself
-    assert {k for k, g in GPUS.items() if g.link_over_pcie} == {"l40s", "rtx-4090"}  # their TP rings cross PCIe
+    assert {k for k, g in GPUS.items() if g.link_over_pcie} == {"l40s", "rtx-4090", "rtx-pro-6000"}  # rings cross PCIe
 
 
 SLIDING_WINDOWS = {
@@ -348,6 +350,20 @@ def test_sliding_windows(key):
     m = MODELS[key]
     assert (m.sliding_window, m.n_sliding_layers) == SLIDING_WINDOWS.get(key, (0, 0))
     assert m.window_kind == ("chunked" if key.startswith("llama-4") else "sliding")
+
+
+def test_rtx_pro_6000_server_edition_dense_rates_by_hand():
+    """NVIDIA's RTX Blackwell PRO whitepaper (appendix A) gives the Workstation Edition's dense rates at its
+    2,617 MHz boost: BF16 with FP32 accumulate 503.8, FP8 1,007.6, FP4 2,015.2, TF32 251.9 TFLOPS. The Server
+    Edition boosts to 2,430 MHz (product brief SP-12355-001): x 2430/2617 gives 467.8, 935.6, 1,871 and 233.9,
+    the last the 234 its product page prints; its 1,597 GB/s is not the Workstation Edition's 1,792; nvidia-smi
+    reports 97,887 MiB."""
+    g, k = GPUS["rtx-pro-6000"], 2430 / 2617
+    for p, workstation in (("bf16", 503.8e12), ("fp8", 1007.6e12), ("fp4", 2015.2e12), ("tf32", 251.9e12)):
+        assert g.dense_flops_per_s[p] == pytest.approx(workstation * k, rel=1e-3), p
+    assert g.dense_flops_per_s["tf32"] == pytest.approx(234e12, rel=0.005)
+    assert g.memory_bytes_per_s == 1.597e12 and g.memory_bytes_reported == 97887 * 2**20
+    assert g.link_over_pcie and g.scale_up_domain == 1 and g.link_bytes_per_s_bidirectional == 128e9
 
 
 @pytest.mark.parametrize("key", sorted(GPUS))
