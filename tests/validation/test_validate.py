@@ -148,6 +148,21 @@ def test_the_error_bar_follows_the_replica_size():
 
 
 
+def test_the_error_bar_names_the_part_up_to_its_model_number():
+    """The cell is named by the part's name up to its model number: "RTX PRO 6000", "Instinct MI300X" (they read
+    "RTX" and "Instinct", the first word, which names a line of parts, not this one), and still "A100" and "H100"."""
+    from napkin.catalog.efficiency import error_bars
+
+    t = error_bars()["throughput"]
+    rtx = napkin.serve(model="llama-3.1-70b", gpu="rtx-pro-6000", precision="fp4", batch=64)["error_bar"]
+    cell = t["dense: rtx-pro-6000, one GPU"]
+    assert rtx["tokens_per_s"] == (f"median error {cell['median']:.0%} (max {cell['max']:.0%}) on {cell['n']} "
+                                   "published single-GPU RTX PRO 6000 dense-model points, out of sample")
+    mi = napkin.serve(model="llama-3.1-405b", gpu="mi300x", gpus=8, precision="fp8")["error_bar"]["tokens_per_s"]
+    assert "published multi-GPU Instinct MI300X dense-model points" in mi
+    a100 = napkin.serve(model="llama-3.1-8b", gpu="a100-pcie-80gb", batch=8)["error_bar"]["tokens_per_s"]
+    assert "published single-GPU A100 dense-model points" in a100
+
 def test_the_replica_size_of_a_point_is_its_replica_not_its_system(monkeypatch):
     """Review: the error-bar cells cut the points by the system's GPUs, but serve cites them by its replica's TP x
     PP GPUs. An 8-GPU system of one-GPU replicas (MLPerf's H200 and MI300X Llama 2 70B submissions are TP 1 on 8

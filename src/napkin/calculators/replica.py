@@ -338,7 +338,9 @@ def error_bars(g: Accelerator, gpus: int | None = None, *, moe: bool | None = No
     (``moe``), first its own kind's points alone (their errors differ most of all), then every kind's."""
     table = eff.error_bars()
     fam = eff.family(g.key).key
-    name = g.name.split()[0]
+    words = g.name.split()
+    n_words = next((i + 1 for i, w in enumerate(words) if any(ch.isdigit() for ch in w)), 1)
+    name = " ".join(words[:n_words])  # up to the model number: "A100", "RTX PRO 6000", "Instinct MI300X"
     scale = None if gpus is None else "one GPU" if gpus == 1 else "several GPUs"
     tries = ([(f"{fam}, {scale}", f"{scale} {name}"), (fam, name)] if scale else [(fam, name)]) \
         + ([(f"all, {scale}", scale)] if scale else []) + [("all", "")]
